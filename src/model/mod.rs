@@ -1,0 +1,11 @@
+//! Layer 0: the model shared by every other layer. Pure data and invariants; no I/O, no
+//! printing, no knowledge of sacctmgr's text formats or of YAML.
+
+pub mod fingerprint;
+pub mod names;
+pub mod state;
+pub mod values;
+
+pub use names::{Name, NameError, NameKind};
+pub use state::{AccountGraph, AccountNode, AccountRecord, Assoc, ClusterState, GraphError, Limits, Qos, State, UserKey};
+pub use values::{Fairshare, QosList, Tres};

@@ -1,0 +1,392 @@
+//! The one model type on both sides of the diff: [`State`].
+//!
+//! Clusters hold an [`AccountGraph`] (a petgraph tree with a name index), user associations and
+//! users' DefaultAccount; QoS objects and account records (Description, Organization) are global
+//! as in slurmdbd. Everything iterates in a deterministic order. No I/O, no parsing of
+//! sacctmgr text (that is `sacctmgr::parse`), no YAML (that is `desired`).
+
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+use petgraph::Direction;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::names::{root, Name};
+use super::values::{Fairshare, QosList, Tres};
+
+/// Limits slurmplan manages on an association. `None`/empty = unset (sacctmgr prints nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Limits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairshare: Option<Fairshare>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grp_jobs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grp_submit_jobs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Tres::is_empty")]
+    pub grp_tres: Tres,
+    #[serde(default, skip_serializing_if = "Tres::is_empty")]
+    pub grp_tres_mins: Tres,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grp_wall: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_jobs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_submit_jobs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Tres::is_empty")]
+    pub max_tres: Tres,
+    #[serde(default, skip_serializing_if = "Tres::is_empty")]
+    pub max_tres_mins: Tres,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wall: Option<u64>,
+}
+
+/// What is explicitly set on one association (account row or user row).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Assoc {
+    #[serde(flatten)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub qos: QosList,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_qos: Option<Name>,
+}
+
+/// The account record, global across clusters. `None` = not managed (desired) / not read.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AccountRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organization: Option<String>,
+}
+
+/// A QoS object (global).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Qos {
+    /// Lower-cased flag names (`denyonlimit`, `nodecay`).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub flags: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "Tres::is_empty")]
+    pub grp_tres_mins: Tres,
+    #[serde(default, skip_serializing_if = "Tres::is_empty")]
+    pub grp_tres: Tres,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grp_submit_jobs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wall: Option<u64>,
+    /// `None` = not managed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Key of a user association: (user, account, partition). Sorted by account first so that
+/// batching per account is a range walk.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct UserKey {
+    pub account: Name,
+    pub user: Name,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<Name>,
+}
+
+/// One account association on a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountNode {
+    pub name: Name,
+    pub assoc: Assoc,
+}
+
+/// The account tree of one cluster: a petgraph graph (edge parent -> child) with a name index.
+#[derive(Debug, Clone, Default)]
+pub struct AccountGraph {
+    graph: StableDiGraph<AccountNode, ()>,
+    index: HashMap<Name, NodeIndex>,
+}
+
+/// Why an account could not be placed in the tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    #[error("account `{0}` is listed twice")]
+    Duplicate(Name),
+    #[error("account `{child}` names parent `{parent}`, which does not exist")]
+    MissingParent { child: Name, parent: Name },
+    #[error("accounts {0:?} form a cycle of parents")]
+    Cycle(Vec<Name>),
+    #[error("account `{0}` has no parent (only `root` may)")]
+    NoParent(Name),
+}
+
+impl AccountGraph {
+    /// Build from (name, parent, assoc) triples. `root` has parent `None`; every other account
+    /// needs a parent that is in the list. Checks duplicates, missing parents and cycles.
+    pub fn build(
+        items: impl IntoIterator<Item = (Name, Option<Name>, Assoc)>,
+    ) -> Result<AccountGraph, Vec<GraphError>> {
+        let mut g = AccountGraph::default();
+        let mut parents: Vec<(Name, Option<Name>)> = Vec::new();
+        let mut errors = Vec::new();
+        for (name, parent, assoc) in items {
+            if g.index.contains_key(&name) {
+                errors.push(GraphError::Duplicate(name));
+                continue;
+            }
+            let ix = g.graph.add_node(AccountNode { name: name.clone(), assoc });
+            g.index.insert(name.clone(), ix);
+            parents.push((name, parent));
+        }
+        for (name, parent) in parents {
+            match parent {
+                None if name.as_str() == "root" => {}
+                None => errors.push(GraphError::NoParent(name)),
+                Some(p) => match g.index.get(&p) {
+                    Some(&pix) => {
+                        g.graph.add_edge(pix, g.index[&name], ());
+                    }
+                    None => errors.push(GraphError::MissingParent { child: name, parent: p }),
+                },
+            }
+        }
+        if errors.is_empty()
+            && let Some(cycle) = g.find_cycle()
+        {
+            errors.push(GraphError::Cycle(cycle));
+        }
+        if errors.is_empty() { Ok(g) } else { Err(errors) }
+    }
+
+    fn find_cycle(&self) -> Option<Vec<Name>> {
+        let sccs = petgraph::algo::tarjan_scc(&self.graph);
+        let mut cycles: Vec<Vec<Name>> = sccs
+            .into_iter()
+            .filter(|c| c.len() > 1)
+            .map(|c| {
+                let mut v: Vec<Name> = c.iter().map(|ix| self.graph[*ix].name.clone()).collect();
+                v.sort();
+                v
+            })
+            .collect();
+        cycles.sort();
+        cycles.into_iter().next()
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+    pub fn get(&self, name: &str) -> Option<&AccountNode> {
+        self.index.get(name).map(|ix| &self.graph[*ix])
+    }
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut AccountNode> {
+        let ix = *self.index.get(name)?;
+        Some(&mut self.graph[ix])
+    }
+
+    /// The parent of `name` (None for root or an unknown account).
+    pub fn parent(&self, name: &str) -> Option<&Name> {
+        let ix = *self.index.get(name)?;
+        self.graph
+            .edges_directed(ix, Direction::Incoming)
+            .next()
+            .map(|e| &self.graph[e.source()].name)
+    }
+
+    /// Children of `name`, sorted.
+    pub fn children(&self, name: &str) -> Vec<&Name> {
+        let Some(&ix) = self.index.get(name) else { return Vec::new() };
+        let mut v: Vec<&Name> = self
+            .graph
+            .edges_directed(ix, Direction::Outgoing)
+            .map(|e| &self.graph[e.target()].name)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Ancestors of `name`, nearest first (excluding `name`).
+    pub fn ancestors(&self, name: &str) -> Vec<&Name> {
+        let mut out = Vec::new();
+        let mut cur = self.parent(name);
+        while let Some(p) = cur {
+            if out.len() > self.len() {
+                break; // defensive: the graph is a tree by construction
+            }
+            out.push(p);
+            cur = self.parent(p.as_str());
+        }
+        out
+    }
+
+    /// All account names in sorted order.
+    pub fn names(&self) -> Vec<&Name> {
+        let mut v: Vec<&Name> = self.index.keys().collect();
+        v.sort();
+        v
+    }
+
+    /// Depth of each account (root = 0), for ordering creates (parents first) and deletes.
+    pub fn depth(&self, name: &str) -> usize {
+        self.ancestors(name).len()
+    }
+
+    /// Every account in the subtree under `name` (including it), sorted.
+    pub fn subtree(&self, name: &str) -> Vec<&Name> {
+        let mut out = Vec::new();
+        let Some(&start) = self.index.get(name) else { return out };
+        let mut stack = vec![start];
+        while let Some(ix) = stack.pop() {
+            out.push(&self.graph[ix].name);
+            stack.extend(self.graph.neighbors_directed(ix, Direction::Outgoing));
+        }
+        out.sort();
+        out
+    }
+
+    /// Insert a new account under an existing parent.
+    pub fn insert(&mut self, name: Name, parent: &str, assoc: Assoc) -> Result<(), GraphError> {
+        if self.index.contains_key(&name) {
+            return Err(GraphError::Duplicate(name));
+        }
+        let Some(&pix) = self.index.get(parent) else {
+            return Err(GraphError::MissingParent { child: name, parent: Name::strict(parent, super::names::NameKind::Account).unwrap_or_else(|_| root()) });
+        };
+        let ix = self.graph.add_node(AccountNode { name: name.clone(), assoc });
+        self.graph.add_edge(pix, ix, ());
+        self.index.insert(name, ix);
+        Ok(())
+    }
+
+    /// Move `name` (with its subtree) under `new_parent`. Refuses a move into its own subtree.
+    pub fn reparent(&mut self, name: &str, new_parent: &str) -> Result<(), String> {
+        let ix = *self.index.get(name).ok_or_else(|| format!("no account `{name}`"))?;
+        let pix = *self.index.get(new_parent).ok_or_else(|| format!("no parent account `{new_parent}`"))?;
+        if self.subtree(name).iter().any(|n| n.as_str() == new_parent) {
+            return Err(format!("`{new_parent}` is inside the subtree of `{name}`"));
+        }
+        let old: Vec<_> = self.graph.edges_directed(ix, Direction::Incoming).map(|e| e.id()).collect();
+        for e in old {
+            self.graph.remove_edge(e);
+        }
+        self.graph.add_edge(pix, ix, ());
+        Ok(())
+    }
+
+    /// Remove a leaf account. Refuses an account with children.
+    pub fn remove_leaf(&mut self, name: &str) -> Result<AccountNode, String> {
+        let ix = *self.index.get(name).ok_or_else(|| format!("no account `{name}`"))?;
+        if self.graph.neighbors_directed(ix, Direction::Outgoing).next().is_some() {
+            return Err(format!("account `{name}` still has child accounts"));
+        }
+        self.index.remove(name);
+        Ok(self.graph.remove_node(ix).expect("index and graph agree"))
+    }
+
+    /// Effective QoS list of an account: its own list applied on its parent's effective list.
+    /// `root_default` is what an unset root inherits (Slurm clusters start with `normal`).
+    pub fn effective_qos(&self, name: &str) -> BTreeSet<Name> {
+        let mut chain: Vec<&AccountNode> = Vec::new();
+        let mut cur = self.get(name);
+        while let Some(n) = cur {
+            chain.push(n);
+            if chain.len() > self.len() {
+                break;
+            }
+            cur = self.parent(n.name.as_str()).and_then(|p| self.get(p.as_str()));
+        }
+        let mut eff = BTreeSet::new();
+        for n in chain.iter().rev() {
+            eff = n.assoc.qos.effective(&eff);
+        }
+        eff
+    }
+
+    /// Effective DefaultQOS of an account: its own, else the nearest ancestor's.
+    pub fn effective_default_qos(&self, name: &str) -> Option<&Name> {
+        let mut cur = self.get(name);
+        let mut steps = 0;
+        while let Some(n) = cur {
+            if let Some(d) = &n.assoc.default_qos {
+                return Some(d);
+            }
+            steps += 1;
+            if steps > self.len() {
+                return None;
+            }
+            cur = self.parent(n.name.as_str()).and_then(|p| self.get(p.as_str()));
+        }
+        None
+    }
+
+    /// (name, parent, assoc) for every account, sorted by name.
+    pub fn iter_sorted(&self) -> Vec<(&Name, Option<&Name>, &Assoc)> {
+        self.names()
+            .into_iter()
+            .map(|n| {
+                let node = self.get(n.as_str()).expect("name from index");
+                (n, self.parent(n.as_str()), &node.assoc)
+            })
+            .collect()
+    }
+}
+
+impl PartialEq for AccountGraph {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter_sorted() == other.iter_sorted()
+    }
+}
+impl Eq for AccountGraph {}
+
+/// The accounting state of one cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterState {
+    pub accounts: AccountGraph,
+    pub users: BTreeMap<UserKey, Assoc>,
+    /// Each user's DefaultAccount on this cluster (users with none are absent).
+    pub defaults: BTreeMap<Name, Name>,
+}
+
+impl ClusterState {
+    /// A cluster with only `root` (what `sacctmgr add cluster` creates).
+    pub fn with_root() -> ClusterState {
+        let accounts = AccountGraph::build([(root(), None, Assoc::default())]).expect("one root");
+        ClusterState { accounts, ..Default::default() }
+    }
+
+    /// The user associations of `user`, in key order. Linear scan; callers that need it for
+    /// many users build an index (see `user_index`).
+    pub fn user_accounts(&self, user: &str) -> Vec<&UserKey> {
+        self.users.keys().filter(|k| k.user.as_str() == user).collect()
+    }
+
+    /// user -> set of accounts the user is associated with (any partition).
+    pub fn user_index(&self) -> BTreeMap<&Name, BTreeSet<&Name>> {
+        let mut m: BTreeMap<&Name, BTreeSet<&Name>> = BTreeMap::new();
+        for k in self.users.keys() {
+            m.entry(&k.user).or_default().insert(&k.account);
+        }
+        m
+    }
+
+    /// Effective QoS list of a user association.
+    pub fn user_effective_qos(&self, key: &UserKey, assoc: &Assoc) -> BTreeSet<Name> {
+        assoc.qos.effective(&self.accounts.effective_qos(key.account.as_str()))
+    }
+
+    /// Effective DefaultQOS of a user association.
+    pub fn user_effective_default_qos<'a>(&'a self, key: &UserKey, assoc: &'a Assoc) -> Option<&'a Name> {
+        assoc.default_qos.as_ref().or_else(|| self.accounts.effective_default_qos(key.account.as_str()))
+    }
+}
+
+/// The whole accounting state: what `sacctmgr` reads back, or what the desired file declares.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct State {
+    pub clusters: BTreeMap<Name, ClusterState>,
+    pub accounts: BTreeMap<Name, AccountRecord>,
+    pub qos: BTreeMap<Name, Qos>,
+}

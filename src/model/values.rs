@@ -1,0 +1,266 @@
+//! Normalised limit values: TRES maps, durations, fairshare, QoS lists.
+//!
+//! One representation for both sides of the diff: TRES as `{name: integer}` with mem in MiB,
+//! durations in minutes, QoS lists as sets. Parsing of sacctmgr's printed forms lives here too
+//! because it is pure and shared by the snapshot parser and the desired loader. No I/O.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::names::Name;
+
+/// A TRES limit map (`cpu=100,mem=1536`), mem in MiB, every value a plain integer.
+pub type Tres = BTreeMap<String, u64>;
+
+/// Parse a TRES string as sacctmgr prints it: `billing=1000,cpu=100,mem=1.50G,node=2`.
+/// Units (`K`, `M`, `G`, `T`, `P`) are accepted for every TRES and converted to the base unit
+/// sacctmgr uses for mem (MiB); a result that is not a whole number is an error.
+pub fn parse_tres(s: &str) -> Result<Tres, String> {
+    let mut out = Tres::new();
+    if s.is_empty() {
+        return Ok(out);
+    }
+    for part in s.split(',') {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("TRES entry `{part}` has no `=`"))?;
+        if !valid_tres_name(k) {
+            return Err(format!("`{k}` is not a TRES name"));
+        }
+        let n = parse_tres_value(k, v)?;
+        if out.insert(k.to_string(), n).is_some() {
+            return Err(format!("TRES `{k}` appears twice"));
+        }
+    }
+    Ok(out)
+}
+
+/// A TRES name: `cpu`, `mem`, `node`, `billing`, `energy`, `gres/gpu`, `gres/gpu:a100`,
+/// `license/x`, `fs/disk`, `bb/cray`.
+pub fn valid_tres_name(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= 64
+        && k.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && k.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '/' | ':' | '_' | '-' | '.'))
+}
+
+/// Parse one TRES value. `mem` (and any value) may carry a unit suffix: the value is expressed
+/// in MiB for `mem`; other TRES with a suffix are scaled by 1024 steps from the base unit M.
+pub fn parse_tres_value(name: &str, v: &str) -> Result<u64, String> {
+    let bad = || format!("`{v}` is not a valid value for TRES `{name}`");
+    if v.is_empty() {
+        return Err(bad());
+    }
+    let (num, unit) = match v.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&v[..i], Some(c.to_ascii_uppercase())),
+        _ => (v, None),
+    };
+    let mult: u64 = match unit {
+        None => {
+            return num.parse::<u64>().map_err(|_| bad());
+        }
+        Some('K') => 0, // KiB: handled below (division)
+        Some('M') => 1,
+        Some('G') => 1024,
+        Some('T') => 1024 * 1024,
+        Some('P') => 1024 * 1024 * 1024,
+        _ => return Err(bad()),
+    };
+    // decimal like 1.50 -> scaled exactly using hundredths
+    let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
+    if int_part.is_empty() || !int_part.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    if frac_part.len() > 6 || !frac_part.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let scale = 10u128.pow(frac_part.len() as u32);
+    let whole: u128 = format!("{int_part}{frac_part}").parse().map_err(|_| bad())?;
+    let value = if mult == 0 {
+        // KiB to MiB
+        let denom = scale * 1024;
+        if whole % denom != 0 {
+            return Err(format!("`{v}` for TRES `{name}` is not a whole number of MiB"));
+        }
+        whole / denom
+    } else {
+        let num = whole * mult as u128;
+        if num % scale != 0 {
+            return Err(format!("`{v}` for TRES `{name}` is not a whole number of MiB"));
+        }
+        num / scale
+    };
+    u64::try_from(value).map_err(|_| bad())
+}
+
+/// Render a TRES map for an argv: `cpu=100,mem=1536` (sorted, plain integers).
+pub fn tres_to_arg(t: &Tres) -> String {
+    let mut s = String::new();
+    for (k, v) in t {
+        if !s.is_empty() {
+            s.push(',');
+        }
+        s.push_str(k);
+        s.push('=');
+        s.push_str(&v.to_string());
+    }
+    s
+}
+
+/// Parse a duration as sacctmgr prints it (`HH:MM:SS`, `D-HH:MM:SS`, `MM:SS`) into minutes.
+/// Seconds must be zero (sacctmgr stores minutes).
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let bad = || format!("`{s}` is not a duration (expected minutes, `HH:MM:SS` or `D-HH:MM:SS`)");
+    let (days, rest) = match s.split_once('-') {
+        Some((d, r)) => (d.parse::<u64>().map_err(|_| bad())?, r),
+        None => (0, s),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    let nums: Vec<u64> = parts
+        .iter()
+        .map(|p| if p.is_empty() || p.len() > 4 || !p.bytes().all(|b| b.is_ascii_digit()) { Err(bad()) } else { p.parse::<u64>().map_err(|_| bad()) })
+        .collect::<Result<_, _>>()?;
+    let (h, m, sec) = match nums.as_slice() {
+        [m] if days == 0 => (0, *m, 0),
+        [h] => (*h, 0, 0),
+        [m, sec] if days == 0 => (0, *m, *sec),
+        [h, m] => (*h, *m, 0),
+        [h, m, sec] => (*h, *m, *sec),
+        _ => return Err(bad()),
+    };
+    if sec != 0 {
+        return Err(format!("`{s}` has seconds; Slurm stores limits in whole minutes"));
+    }
+    days.checked_mul(1440)
+        .and_then(|d| h.checked_mul(60).and_then(|h| d.checked_add(h)))
+        .and_then(|x| x.checked_add(m))
+        .ok_or_else(bad)
+}
+
+/// Fairshare: a number of shares, or `parent`. Slurm's default (1) is represented as unset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fairshare {
+    Shares(u32),
+    Parent,
+}
+
+impl Fairshare {
+    pub fn parse(s: &str) -> Result<Option<Fairshare>, String> {
+        if s.eq_ignore_ascii_case("parent") {
+            return Ok(Some(Fairshare::Parent));
+        }
+        let n: u32 = s.parse().map_err(|_| format!("`{s}` is not a fairshare (a number or `parent`)"))?;
+        Ok(Fairshare::normal(n))
+    }
+    /// `1` is Slurm's default and what `Fairshare=-1` resets to: store it as unset.
+    pub fn normal(n: u32) -> Option<Fairshare> {
+        if n == 1 { None } else { Some(Fairshare::Shares(n)) }
+    }
+    pub fn to_arg(&self) -> String {
+        match self {
+            Fairshare::Shares(n) => n.to_string(),
+            Fairshare::Parent => "parent".into(),
+        }
+    }
+}
+
+impl fmt::Display for Fairshare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_arg())
+    }
+}
+
+/// The QoS list of an association as stored (`wopl withrawqos`): inherited, an explicit set, or
+/// deltas on the inherited list (`+hi,-normal`). The desired side never holds deltas.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QosList {
+    #[default]
+    Inherit,
+    Set(BTreeSet<Name>),
+    Delta { add: BTreeSet<Name>, remove: BTreeSet<Name> },
+}
+
+impl QosList {
+    /// The effective list given the parent's effective list.
+    pub fn effective(&self, parent: &BTreeSet<Name>) -> BTreeSet<Name> {
+        match self {
+            QosList::Inherit => parent.clone(),
+            QosList::Set(s) => s.clone(),
+            QosList::Delta { add, remove } => {
+                let mut s: BTreeSet<Name> = parent.difference(remove).cloned().collect();
+                s.extend(add.iter().cloned());
+                s
+            }
+        }
+    }
+
+    pub fn is_inherit(&self) -> bool {
+        matches!(self, QosList::Inherit)
+    }
+
+    /// Human form used in plans: `(inherit)`, `a,b`, `+a,-b`.
+    pub fn display(&self) -> String {
+        match self {
+            QosList::Inherit => "(inherit)".into(),
+            QosList::Set(s) => join(s),
+            QosList::Delta { add, remove } => {
+                let mut v: Vec<String> = add.iter().map(|n| format!("+{n}")).collect();
+                v.extend(remove.iter().map(|n| format!("-{n}")));
+                v.join(",")
+            }
+        }
+    }
+}
+
+/// Join names with commas.
+pub fn join(s: &BTreeSet<Name>) -> String {
+    let mut out = String::new();
+    for n in s {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(n.as_str());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tres_units() {
+        let t = parse_tres("billing=1000,cpu=100,mem=1.50G,node=2").unwrap();
+        assert_eq!(t["mem"], 1536);
+        assert_eq!(t["cpu"], 100);
+        assert_eq!(parse_tres("mem=512M").unwrap()["mem"], 512);
+        assert_eq!(parse_tres("mem=1T").unwrap()["mem"], 1024 * 1024);
+        assert_eq!(parse_tres("gres/gpu=20").unwrap()["gres/gpu"], 20);
+        assert!(parse_tres("mem=1.001G").is_err());
+        assert!(parse_tres("cpu").is_err());
+        assert!(parse_tres("cpu=x").is_err());
+        assert!(parse_tres("CPU=1").is_err());
+        assert_eq!(tres_to_arg(&t), "billing=1000,cpu=100,mem=1536,node=2");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("01:30:00").unwrap(), 90);
+        assert_eq!(parse_duration("1-00:00:00").unwrap(), 1440);
+        assert_eq!(parse_duration("00:02:00").unwrap(), 2);
+        assert!(parse_duration("00:00:30").is_err());
+        assert!(parse_duration("x").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn fairshare_default_is_unset() {
+        assert_eq!(Fairshare::parse("1").unwrap(), None);
+        assert_eq!(Fairshare::parse("parent").unwrap(), Some(Fairshare::Parent));
+        assert_eq!(Fairshare::parse("10").unwrap(), Some(Fairshare::Shares(10)));
+    }
+}
