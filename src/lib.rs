@@ -4,4 +4,7 @@
 //! 0 `model`, `diag` · 1 `sacctmgr`, `desired` · 2 `diff` · 3 `plan` · 4 `render`, `apply` · 5 cli (binary).
 
 pub mod diag;
+pub mod diff;
 pub mod model;
+pub mod plan;
+pub mod sacctmgr;

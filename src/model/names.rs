@@ -123,6 +123,11 @@ impl Name {
         &self.0
     }
 
+    /// The smallest name (empty), only as a lower bound for range queries.
+    pub(crate) fn min_value() -> Name {
+        Name(String::new())
+    }
+
     /// Build without validation. Only for literals known to be valid (`root`).
     pub fn from_static(s: &'static str) -> Name {
         debug_assert!(Name::strict(s, NameKind::Account).is_ok());

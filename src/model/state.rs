@@ -357,6 +357,18 @@ impl ClusterState {
         ClusterState { accounts, ..Default::default() }
     }
 
+    /// User associations under `account` (all users, all partitions), in key order.
+    pub fn users_of_account<'a>(&'a self, account: &'a Name) -> impl Iterator<Item = (&'a UserKey, &'a Assoc)> + 'a {
+        let lo = UserKey { account: account.clone(), user: Name::min_value(), partition: None };
+        self.users.range(lo..).take_while(move |(k, _)| &k.account == account)
+    }
+
+    /// Whether `user` has any association (any partition) under `account`.
+    pub fn is_associated(&self, user: &Name, account: &Name) -> bool {
+        let lo = UserKey { account: account.clone(), user: user.clone(), partition: None };
+        self.users.range(lo..).next().is_some_and(|(k, _)| &k.account == account && &k.user == user)
+    }
+
     /// The user associations of `user`, in key order. Linear scan; callers that need it for
     /// many users build an index (see `user_index`).
     pub fn user_accounts(&self, user: &str) -> Vec<&UserKey> {

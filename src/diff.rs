@@ -1,0 +1,217 @@
+//! Layer 2: the pure diff of two [`State`]s into typed [`Change`]s.
+//!
+//! Both sides are complete states of the same shape; the desired side has already been
+//! resolved against the current one (unmanaged objects copied over), so everything that
+//! differs here is something slurmplan manages. No I/O, no clock, no environment, no ordering
+//! of commands (that is `plan`).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+use crate::model::{AccountRecord, Assoc, Name, Qos, State, UserKey};
+
+/// One object-level difference between current and desired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    QosCreate { name: Name, qos: Qos },
+    QosUpdate { name: Name, from: Qos, to: Qos },
+    QosDelete { name: Name, qos: Qos },
+    AccountCreate { cluster: Name, name: Name, parent: Name, assoc: Assoc, record: AccountRecord },
+    AccountReparent { cluster: Name, name: Name, from: Name, to: Name },
+    AccountUpdate { cluster: Name, name: Name, from: Assoc, to: Assoc },
+    AccountRecordUpdate { name: Name, from: AccountRecord, to: AccountRecord },
+    AccountDelete { cluster: Name, name: Name, parent: Name, assoc: Assoc },
+    UserCreate { cluster: Name, key: UserKey, assoc: Assoc },
+    UserUpdate { cluster: Name, key: UserKey, from: Assoc, to: Assoc },
+    UserDelete { cluster: Name, key: UserKey, assoc: Assoc },
+    DefaultAccount { cluster: Name, user: Name, from: Option<Name>, to: Name },
+}
+
+/// Terraform-style action of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Create,
+    Update,
+    Reparent,
+    Delete,
+}
+
+impl Action {
+    /// The mark shown in plans.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Action::Create => "+",
+            Action::Update => "~",
+            Action::Reparent => ">",
+            Action::Delete => "-",
+        }
+    }
+}
+
+impl Change {
+    pub fn action(&self) -> Action {
+        match self {
+            Change::QosCreate { .. } | Change::AccountCreate { .. } | Change::UserCreate { .. } => Action::Create,
+            Change::QosDelete { .. } | Change::AccountDelete { .. } | Change::UserDelete { .. } => Action::Delete,
+            Change::AccountReparent { .. } => Action::Reparent,
+            _ => Action::Update,
+        }
+    }
+
+    pub fn cluster(&self) -> Option<&Name> {
+        match self {
+            Change::QosCreate { .. } | Change::QosUpdate { .. } | Change::QosDelete { .. } | Change::AccountRecordUpdate { .. } => None,
+            Change::AccountCreate { cluster, .. }
+            | Change::AccountReparent { cluster, .. }
+            | Change::AccountUpdate { cluster, .. }
+            | Change::AccountDelete { cluster, .. }
+            | Change::UserCreate { cluster, .. }
+            | Change::UserUpdate { cluster, .. }
+            | Change::UserDelete { cluster, .. }
+            | Change::DefaultAccount { cluster, .. } => Some(cluster),
+        }
+    }
+
+    /// (kind, name) of the object, e.g. ("account", "proj1"), ("user", "alice@proj1").
+    pub fn object(&self) -> (&'static str, String) {
+        match self {
+            Change::QosCreate { name, .. } | Change::QosUpdate { name, .. } | Change::QosDelete { name, .. } => ("qos", name.to_string()),
+            Change::AccountCreate { name, .. }
+            | Change::AccountReparent { name, .. }
+            | Change::AccountUpdate { name, .. }
+            | Change::AccountDelete { name, .. } => ("account", name.to_string()),
+            Change::AccountRecordUpdate { name, .. } => ("account_record", name.to_string()),
+            Change::UserCreate { key, .. } | Change::UserUpdate { key, .. } | Change::UserDelete { key, .. } => {
+                ("user_association", user_key_label(key))
+            }
+            Change::DefaultAccount { user, .. } => ("default_account", user.to_string()),
+        }
+    }
+
+    /// Address for `--target`: `qos.NAME`, `account.CLUSTER.NAME`, `user.CLUSTER.USER@ACCOUNT[:PARTITION]`, ...
+    pub fn address(&self) -> String {
+        let (kind, obj) = self.object();
+        match self.cluster() {
+            Some(c) => format!("{kind}.{c}.{obj}"),
+            None => format!("{kind}.{obj}"),
+        }
+    }
+}
+
+/// `alice@proj1` or `alice@proj1:gpu`.
+pub fn user_key_label(k: &UserKey) -> String {
+    match &k.partition {
+        Some(p) => format!("{}@{}:{p}", k.user, k.account),
+        None => format!("{}@{}", k.user, k.account),
+    }
+}
+
+/// The changes that turn `current` into `desired`, in a deterministic order (QoS, account
+/// records, then per cluster: accounts by name, user associations by key, defaults by user).
+pub fn diff(current: &State, desired: &State) -> Vec<Change> {
+    let mut out = Vec::new();
+    // QoS
+    for (name, q) in &desired.qos {
+        match current.qos.get(name) {
+            None => out.push(Change::QosCreate { name: name.clone(), qos: q.clone() }),
+            Some(cur) if cur != q => out.push(Change::QosUpdate { name: name.clone(), from: cur.clone(), to: q.clone() }),
+            _ => {}
+        }
+    }
+    for (name, q) in &current.qos {
+        if !desired.qos.contains_key(name) {
+            out.push(Change::QosDelete { name: name.clone(), qos: q.clone() });
+        }
+    }
+    // Account records of accounts that exist on both sides.
+    for (name, rec) in &desired.accounts {
+        if let Some(cur) = current.accounts.get(name) {
+            let to = AccountRecord {
+                description: rec.description.clone().or_else(|| cur.description.clone()),
+                organization: rec.organization.clone().or_else(|| cur.organization.clone()),
+            };
+            if &to != cur {
+                out.push(Change::AccountRecordUpdate { name: name.clone(), from: cur.clone(), to });
+            }
+        }
+    }
+    let empty = crate::model::ClusterState::default();
+    for (cname, d) in &desired.clusters {
+        let c = current.clusters.get(cname).unwrap_or(&empty);
+        for name in d.accounts.names() {
+            let dn = d.accounts.get(name.as_str()).expect("name from index");
+            let dparent = d.accounts.parent(name.as_str());
+            match c.accounts.get(name.as_str()) {
+                None => out.push(Change::AccountCreate {
+                    cluster: cname.clone(),
+                    name: name.clone(),
+                    parent: dparent.cloned().unwrap_or_else(crate::model::names::root),
+                    assoc: dn.assoc.clone(),
+                    record: desired.accounts.get(name).cloned().unwrap_or_default(),
+                }),
+                Some(cn) => {
+                    let cparent = c.accounts.parent(name.as_str());
+                    if let (Some(from), Some(to)) = (cparent, dparent)
+                        && from != to
+                    {
+                        out.push(Change::AccountReparent { cluster: cname.clone(), name: name.clone(), from: from.clone(), to: to.clone() });
+                    }
+                    if cn.assoc != dn.assoc {
+                        out.push(Change::AccountUpdate { cluster: cname.clone(), name: name.clone(), from: cn.assoc.clone(), to: dn.assoc.clone() });
+                    }
+                }
+            }
+        }
+        for name in c.accounts.names() {
+            if !d.accounts.contains(name.as_str()) {
+                out.push(Change::AccountDelete {
+                    cluster: cname.clone(),
+                    name: name.clone(),
+                    parent: c.accounts.parent(name.as_str()).cloned().unwrap_or_else(crate::model::names::root),
+                    assoc: c.accounts.get(name.as_str()).map(|n| n.assoc.clone()).unwrap_or_default(),
+                });
+            }
+        }
+        // user associations: merge-walk two sorted maps
+        let mut ci = c.users.iter().peekable();
+        let mut di = d.users.iter().peekable();
+        loop {
+            match (ci.peek(), di.peek()) {
+                (None, None) => break,
+                (Some((ck, ca)), Some((dk, da))) if ck == dk => {
+                    if ca != da {
+                        out.push(Change::UserUpdate { cluster: cname.clone(), key: (*ck).clone(), from: (*ca).clone(), to: (*da).clone() });
+                    }
+                    ci.next();
+                    di.next();
+                }
+                (Some((ck, ca)), Some((dk, _))) if ck < dk => {
+                    out.push(Change::UserDelete { cluster: cname.clone(), key: (*ck).clone(), assoc: (*ca).clone() });
+                    ci.next();
+                }
+                (Some((ck, ca)), None) => {
+                    out.push(Change::UserDelete { cluster: cname.clone(), key: (*ck).clone(), assoc: (*ca).clone() });
+                    ci.next();
+                }
+                (_, Some((dk, da))) => {
+                    out.push(Change::UserCreate { cluster: cname.clone(), key: (*dk).clone(), assoc: (*da).clone() });
+                    di.next();
+                }
+            }
+        }
+        for (user, to) in &d.defaults {
+            let from = c.defaults.get(user);
+            if from != Some(to) {
+                out.push(Change::DefaultAccount { cluster: cname.clone(), user: user.clone(), from: from.cloned(), to: to.clone() });
+            }
+        }
+    }
+    out
+}
+
+/// Accounts whose effective QoS set differs between the two states (for lints).
+pub fn names_of(changes: &[Change]) -> BTreeSet<String> {
+    changes.iter().map(Change::address).collect()
+}

@@ -1,0 +1,465 @@
+//! Ordering: turn (current, resolved desired) into the ordered, batched steps of a plan.
+//!
+//! Every step is applied to a [`Sim`] of slurmdbd as it is emitted; a step the simulator
+//! refuses is a planner bug and aborts planning (nothing half-valid is ever shown). Phases
+//! follow design.md section 5. Later phases compare the simulated state with the desired
+//! one, so anything an earlier phase had to defer (a QoS setting that was not yet valid at
+//! creation time) is picked up naturally. Pure: no I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diff::{Change, user_key_label};
+use crate::model::{AccountRecord, Assoc, ClusterState, Name, QosList, State, UserKey};
+use crate::sacctmgr::command::{AssocSet, Command, QosSet};
+use crate::sacctmgr::sim::{self, Sim};
+
+use super::{Phase, PlanError, Step};
+
+struct Builder {
+    sim: Sim,
+    steps: Vec<Step>,
+    changed: BTreeSet<String>,
+}
+
+impl Builder {
+    fn emit(&mut self, phase: Phase, command: Command, objects: Vec<String>, note: Option<&str>) -> Result<(), PlanError> {
+        if let Err(e) = self.sim.apply(&command) {
+            return Err(PlanError::Unsafe { command: command.argv().join(" "), reason: e.0 });
+        }
+        let mut causes: Vec<String> = objects.into_iter().filter(|a| self.changed.contains(a)).collect();
+        causes.sort();
+        causes.dedup();
+        self.steps.push(Step {
+            number: self.steps.len() + 1,
+            phase,
+            argv: command.argv(),
+            command,
+            causes,
+            note: note.map(str::to_string),
+        });
+        Ok(())
+    }
+
+    fn cluster(&self, name: &Name) -> &ClusterState {
+        self.sim.state.clusters.get(name).expect("cluster checked by resolve")
+    }
+}
+
+fn acct_addr(c: &Name, n: &Name) -> String {
+    format!("account.{c}.{n}")
+}
+fn user_addr(c: &Name, k: &UserKey) -> String {
+    format!("user_association.{c}.{}", user_key_label(k))
+}
+
+/// Build the ordered steps. `changes` are the diff of the same two states (used for causes).
+pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Result<Vec<Step>, PlanError> {
+    let mut b = Builder {
+        sim: Sim::new(current.clone()),
+        steps: Vec::new(),
+        changed: changes.iter().map(Change::address).collect(),
+    };
+    // 1. QoS creates and updates (global).
+    for (name, q) in &desired.qos {
+        match b.sim.state.qos.get(name) {
+            None => {
+                let set = QosSet::between(&Default::default(), q);
+                b.emit(Phase::QosCreate, Command::AddQos { names: vec![name.clone()], set }, vec![format!("qos.{name}")], None)?;
+            }
+            Some(cur) => {
+                let set = QosSet::between(cur, q);
+                if !set.is_empty() {
+                    b.emit(Phase::QosCreate, Command::ModifyQos { names: vec![name.clone()], set }, vec![format!("qos.{name}")], None)?;
+                }
+            }
+        }
+    }
+    for (cname, d) in &desired.clusters {
+        account_creates(&mut b, cname, d, desired)?;
+    }
+    for (cname, d) in &desired.clusters {
+        reparents(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        user_adds(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        qos_changes(&mut b, cname, d)?;
+    }
+    account_records(&mut b, desired)?;
+    for (cname, d) in &desired.clusters {
+        limits(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        default_moves(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        user_removals(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        account_deletes(&mut b, cname, d)?;
+    }
+    // QoS deletes last.
+    let gone: Vec<Name> = b.sim.state.qos.keys().filter(|n| !desired.qos.contains_key(*n)).cloned().collect();
+    for n in gone {
+        b.emit(Phase::QosDelete, Command::DeleteQos { names: vec![n.clone()] }, vec![format!("qos.{n}")], None)?;
+    }
+    Ok(b.steps)
+}
+
+/// The QoS/DefaultQOS part of an association.
+fn qos_part(a: &Assoc) -> (QosList, Option<Name>) {
+    (a.qos.clone(), a.default_qos.clone())
+}
+
+fn without_qos(a: &Assoc) -> Assoc {
+    Assoc { limits: a.limits.clone(), qos: QosList::Inherit, default_qos: None }
+}
+
+fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &State) -> Result<(), PlanError> {
+    // parents first: by depth in the desired tree, then grouped by (parent, record, settings).
+    let mut missing: Vec<(usize, &Name)> = d
+        .accounts
+        .names()
+        .into_iter()
+        .filter(|n| !b.cluster(cname).accounts.contains(n.as_str()))
+        .map(|n| (d.accounts.depth(n.as_str()), n))
+        .collect();
+    missing.sort();
+    let mut by_depth: BTreeMap<usize, Vec<&Name>> = BTreeMap::new();
+    for (depth, n) in missing {
+        by_depth.entry(depth).or_default().push(n);
+    }
+    for (_, names) in by_depth {
+        let mut groups: BTreeMap<(Name, String), (AccountRecord, Assoc, Vec<Name>)> = BTreeMap::new();
+        for n in names {
+            let parent = d.accounts.parent(n.as_str()).cloned().unwrap_or_else(crate::model::names::root);
+            let want = &d.accounts.get(n.as_str()).expect("desired account").assoc;
+            // Settings that are not yet valid where the account is created are left to the QoS phase.
+            let c = b.cluster(cname);
+            let peff = c.accounts.effective_qos(parent.as_str());
+            let pdef = c.accounts.effective_default_qos(parent.as_str());
+            let eff = want.qos.effective(&peff);
+            let ok = match want.default_qos.as_ref().or(pdef) {
+                Some(q) => eff.contains(q),
+                None => true,
+            };
+            let assoc = if ok { want.clone() } else { without_qos(want) };
+            let record = desired.accounts.get(n).cloned().unwrap_or_default();
+            let key = (parent.clone(), serde_json::to_string(&(&record, &assoc)).unwrap_or_default());
+            groups.entry(key).or_insert_with(|| (record, assoc, Vec::new())).2.push(n.clone());
+        }
+        for ((parent, _), (record, assoc, names)) in groups {
+            let objects = names.iter().map(|n| acct_addr(cname, n)).collect();
+            let set = AssocSet::from_assoc(&assoc);
+            b.emit(Phase::AccountCreate, Command::AddAccount { cluster: cname.clone(), names, parent, record, set }, objects, None)?;
+        }
+    }
+    Ok(())
+}
+
+fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let mut moves: Vec<(usize, Name, Name)> = Vec::new();
+    for n in d.accounts.names() {
+        let (Some(want), Some(have)) = (d.accounts.parent(n.as_str()), b.cluster(cname).accounts.parent(n.as_str())) else { continue };
+        if want != have {
+            moves.push((d.accounts.depth(n.as_str()), n.clone(), want.clone()));
+        }
+    }
+    moves.sort();
+    for (_, name, parent) in moves {
+        let c = b.cluster(cname);
+        if sim::check_reparent(c, &name, &parent).is_err() {
+            // Pin the account's own QoS list and DefaultQOS so the move cannot leave anything
+            // in its subtree without its default; the QoS phase sets the final values.
+            let node = c.accounts.get(name.as_str()).expect("exists");
+            let mut pinned = c.accounts.effective_qos(name.as_str());
+            pinned.extend(c.accounts.effective_qos(parent.as_str()));
+            let mut set = AssocSet { qos: Some(QosList::Set(pinned)), ..Default::default() };
+            if node.assoc.default_qos.is_none()
+                && let Some(d) = c.accounts.effective_default_qos(name.as_str())
+            {
+                set.default_qos = Some(Some(d.clone()));
+            }
+            b.emit(
+                Phase::Reparent,
+                Command::ModifyAccount { cluster: cname.clone(), names: vec![name.clone()], set },
+                vec![acct_addr(cname, &name)],
+                Some("pin QoS so the move keeps every DefaultQOS valid"),
+            )?;
+        }
+        b.emit(Phase::Reparent, Command::Reparent { cluster: cname.clone(), name: name.clone(), parent }, vec![acct_addr(cname, &name)], None)?;
+    }
+    Ok(())
+}
+
+fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let mut groups: BTreeMap<(Name, Option<Name>, String), (Assoc, Vec<Name>)> = BTreeMap::new();
+    for (k, want) in &d.users {
+        let c = b.cluster(cname);
+        if c.users.contains_key(k) {
+            continue;
+        }
+        let assoc = if sim::check_user_change(c, k, want).is_ok() { want.clone() } else { without_qos(want) };
+        let key = (k.account.clone(), k.partition.clone(), serde_json::to_string(&assoc).unwrap_or_default());
+        groups.entry(key).or_insert_with(|| (assoc, Vec::new())).1.push(k.user.clone());
+    }
+    for ((account, partition, _), (assoc, users)) in groups {
+        let objects = users
+            .iter()
+            .map(|u| user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() }))
+            .collect();
+        let set = AssocSet::from_assoc(&assoc);
+        b.emit(Phase::UserAdd, Command::AddUser { cluster: cname.clone(), users, account, partition, set }, objects, None)?;
+    }
+    Ok(())
+}
+
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Target {
+    Account(usize, Name),
+    User(UserKey),
+}
+
+/// DefaultQOS-safe QoS changes: repeatedly apply every final setting that is valid now
+/// (accounts top-down, then users); when stuck, widen the next pending association's list to
+/// old ∪ new and try again (sacctmgr.md section 4: widen, move user defaults, then swap).
+fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let mut pending: BTreeSet<Target> = BTreeSet::new();
+    {
+        let c = b.cluster(cname);
+        for n in d.accounts.names() {
+            let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+            if let Some(have) = c.accounts.get(n.as_str())
+                && qos_part(&have.assoc) != qos_part(want)
+            {
+                pending.insert(Target::Account(d.accounts.depth(n.as_str()), n.clone()));
+            }
+        }
+        for (k, want) in &d.users {
+            if let Some(have) = c.users.get(k)
+                && qos_part(have) != qos_part(want)
+            {
+                pending.insert(Target::User(k.clone()));
+            }
+        }
+    }
+    let mut widened: BTreeSet<Target> = BTreeSet::new();
+    while !pending.is_empty() {
+        let mut progressed = false;
+        for t in pending.clone() {
+            let c = b.cluster(cname);
+            let (cmd, object) = match &t {
+                Target::Account(_, n) => {
+                    let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
+                    let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+                    let mut next = have.clone();
+                    next.qos = want.qos.clone();
+                    next.default_qos = want.default_qos.clone();
+                    if sim::check_account_change(c, n, &next).is_err() {
+                        continue;
+                    }
+                    let set = qos_set(have, want);
+                    (Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set }, acct_addr(cname, n))
+                }
+                Target::User(k) => {
+                    let have = c.users.get(k).expect("exists");
+                    let want = d.users.get(k).expect("desired");
+                    let mut next = have.clone();
+                    next.qos = want.qos.clone();
+                    next.default_qos = want.default_qos.clone();
+                    if sim::check_user_change(c, k, &next).is_err() {
+                        continue;
+                    }
+                    let set = qos_set(have, want);
+                    let cmd = Command::ModifyUser {
+                        cluster: cname.clone(),
+                        users: vec![k.user.clone()],
+                        account: k.account.clone(),
+                        partition: k.partition.clone(),
+                        set,
+                    };
+                    (cmd, user_addr(cname, k))
+                }
+            };
+            b.emit(Phase::QosSwap, cmd, vec![object], None)?;
+            pending.remove(&t);
+            progressed = true;
+        }
+        if progressed {
+            continue;
+        }
+        // Stuck: widen the first pending association not yet widened.
+        let Some(t) = pending.iter().find(|t| !widened.contains(*t)).cloned() else {
+            return Err(PlanError::Unsafe {
+                command: format!("QoS changes on cluster `{cname}`"),
+                reason: "no order of commands keeps every DefaultQOS inside its QoS list".into(),
+            });
+        };
+        widened.insert(t.clone());
+        let c = b.cluster(cname);
+        match &t {
+            Target::Account(_, n) => {
+                let mut wide = c.accounts.effective_qos(n.as_str());
+                wide.extend(effective_in(d, n));
+                let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
+                if have.qos == QosList::Set(wide.clone()) {
+                    continue;
+                }
+                let set = AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() };
+                b.emit(
+                    Phase::QosSwap,
+                    Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set },
+                    vec![acct_addr(cname, n)],
+                    Some("widen the QoS list first so every DefaultQOS stays valid"),
+                )?;
+            }
+            Target::User(k) => {
+                let have = c.users.get(k).expect("exists").clone();
+                let mut wide = c.user_effective_qos(k, &have);
+                let want = d.users.get(k).expect("desired");
+                wide.extend(d.user_effective_qos(k, want));
+                if have.qos == QosList::Set(wide.clone()) {
+                    continue;
+                }
+                let set = AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() };
+                let cmd = Command::ModifyUser {
+                    cluster: cname.clone(),
+                    users: vec![k.user.clone()],
+                    account: k.account.clone(),
+                    partition: k.partition.clone(),
+                    set,
+                };
+                b.emit(Phase::QosSwap, cmd, vec![user_addr(cname, k)], Some("widen the QoS list first so every DefaultQOS stays valid"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn effective_in(d: &ClusterState, n: &Name) -> BTreeSet<Name> {
+    d.accounts.effective_qos(n.as_str())
+}
+
+fn qos_set(have: &Assoc, want: &Assoc) -> AssocSet {
+    AssocSet {
+        qos: (have.qos != want.qos).then(|| want.qos.clone()),
+        default_qos: (have.default_qos != want.default_qos).then(|| want.default_qos.clone()),
+        ..Default::default()
+    }
+}
+
+fn account_records(b: &mut Builder, desired: &State) -> Result<(), PlanError> {
+    let mut groups: BTreeMap<String, (AccountRecord, Name, Vec<Name>)> = BTreeMap::new();
+    for (name, want) in &desired.accounts {
+        let Some(have) = b.sim.state.accounts.get(name) else { continue };
+        let rec = AccountRecord {
+            description: want.description.clone().filter(|d| have.description.as_ref() != Some(d)),
+            organization: want.organization.clone().filter(|o| have.organization.as_ref() != Some(o)),
+        };
+        if rec == AccountRecord::default() {
+            continue;
+        }
+        // any cluster where the account has an association, for `cluster=`
+        let Some(cluster) = b.sim.state.clusters.iter().find(|(_, c)| c.accounts.contains(name.as_str())).map(|(n, _)| n.clone()) else {
+            continue;
+        };
+        let key = format!("{cluster}\u{0}{}", serde_json::to_string(&rec).unwrap_or_default());
+        groups.entry(key).or_insert_with(|| (rec, cluster, Vec::new())).2.push(name.clone());
+    }
+    for (_, (record, cluster, names)) in groups {
+        let objects = names.iter().map(|n| format!("account_record.{n}")).collect();
+        b.emit(Phase::Limits, Command::ModifyAccountRecord { cluster, names, record }, objects, None)?;
+    }
+    Ok(())
+}
+
+fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let mut acct_groups: BTreeMap<String, (AssocSet, Vec<Name>)> = BTreeMap::new();
+    for n in d.accounts.names() {
+        let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+        let Some(have) = b.cluster(cname).accounts.get(n.as_str()) else { continue };
+        let set = AssocSet::limits_between(&have.assoc.limits, &want.limits);
+        if set.is_empty() {
+            continue;
+        }
+        let key = serde_json::to_string(&set).unwrap_or_default();
+        acct_groups.entry(key).or_insert_with(|| (set, Vec::new())).1.push(n.clone());
+    }
+    for (_, (set, names)) in acct_groups {
+        let objects = names.iter().map(|n| acct_addr(cname, n)).collect();
+        b.emit(Phase::Limits, Command::ModifyAccount { cluster: cname.clone(), names, set }, objects, None)?;
+    }
+    let mut user_groups: BTreeMap<(Name, Option<Name>, String), (AssocSet, Vec<Name>)> = BTreeMap::new();
+    for (k, want) in &d.users {
+        let Some(have) = b.cluster(cname).users.get(k) else { continue };
+        let set = AssocSet::limits_between(&have.limits, &want.limits);
+        if set.is_empty() {
+            continue;
+        }
+        let key = (k.account.clone(), k.partition.clone(), serde_json::to_string(&set).unwrap_or_default());
+        user_groups.entry(key).or_insert_with(|| (set, Vec::new())).1.push(k.user.clone());
+    }
+    for ((account, partition, _), (set, users)) in user_groups {
+        let objects = users
+            .iter()
+            .map(|u| user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() }))
+            .collect();
+        b.emit(Phase::Limits, Command::ModifyUser { cluster: cname.clone(), users, account, partition, set }, objects, None)?;
+    }
+    Ok(())
+}
+
+fn default_moves(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let mut groups: BTreeMap<Name, Vec<Name>> = BTreeMap::new();
+    for (user, want) in &d.defaults {
+        if b.cluster(cname).defaults.get(user) != Some(want) {
+            groups.entry(want.clone()).or_default().push(user.clone());
+        }
+    }
+    for (account, users) in groups {
+        let objects = users.iter().map(|u| format!("default_account.{cname}.{u}")).collect();
+        b.emit(Phase::DefaultAccount, Command::SetDefaultAccount { cluster: cname.clone(), users, account }, objects, None)?;
+    }
+    Ok(())
+}
+
+fn user_removals(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    // A user's default association goes last, so the DefaultAccount never dangles in between.
+    let mut first: BTreeMap<(Name, Option<Name>), Vec<Name>> = BTreeMap::new();
+    let mut last: BTreeMap<(Name, Option<Name>), Vec<Name>> = BTreeMap::new();
+    let c = b.cluster(cname);
+    for k in c.users.keys() {
+        if d.users.contains_key(k) {
+            continue;
+        }
+        let is_default = c.defaults.get(&k.user) == Some(&k.account);
+        let target = if is_default { &mut last } else { &mut first };
+        target.entry((k.account.clone(), k.partition.clone())).or_default().push(k.user.clone());
+    }
+    for round in [first, last] {
+        for ((account, partition), users) in round {
+            let objects = users
+                .iter()
+                .map(|u| user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() }))
+                .collect();
+            b.emit(Phase::UserRemove, Command::DeleteUser { cluster: cname.clone(), users, account, partition }, objects, None)?;
+        }
+    }
+    Ok(())
+}
+
+fn account_deletes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let c = b.cluster(cname);
+    let mut by_depth: BTreeMap<std::cmp::Reverse<usize>, Vec<Name>> = BTreeMap::new();
+    for n in c.accounts.names() {
+        if !d.accounts.contains(n.as_str()) {
+            by_depth.entry(std::cmp::Reverse(c.accounts.depth(n.as_str()))).or_default().push(n.clone());
+        }
+    }
+    for (_, names) in by_depth {
+        let objects = names.iter().map(|n| acct_addr(cname, n)).collect();
+        b.emit(Phase::AccountDelete, Command::DeleteAccount { cluster: cname.clone(), names }, objects, None)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! The plan file: JSON with `format_version` and a checksum of its own body, so `apply` can
+//! refuse a plan that was edited or written by an unknown version. Only reads/writes files.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{FORMAT_VERSION, Plan};
+use crate::model::fingerprint::hash_bytes;
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    format_version: u32,
+    /// sha256 over the canonical JSON of `plan`.
+    checksum: String,
+    plan: Plan,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    #[error("cannot read plan file `{path}`: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("plan file `{path}` is not a slurmplan plan: {reason}")]
+    Malformed { path: String, reason: String },
+    #[error("plan file `{path}` has format_version {found}; this slurmplan reads {FORMAT_VERSION}")]
+    Version { path: String, found: u64 },
+    #[error("plan file `{path}` was modified after it was written (checksum mismatch)")]
+    Tampered { path: String },
+}
+
+fn body(plan: &Plan) -> String {
+    serde_json::to_string(plan).expect("plan serialises")
+}
+
+/// Serialise a plan with its checksum (pretty JSON, stable key order).
+pub fn to_json(plan: &Plan) -> String {
+    let env = Envelope { format_version: FORMAT_VERSION, checksum: hash_bytes(body(plan).as_bytes()), plan: plan.clone() };
+    let mut s = serde_json::to_string_pretty(&env).expect("plan serialises");
+    s.push('\n');
+    s
+}
+
+/// Parse and verify a plan file's text.
+pub fn from_json(path: &Path, text: &str) -> Result<Plan, PlanFileError> {
+    let p = path.display().to_string();
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
+    let found = v.get("format_version").and_then(|x| x.as_u64()).ok_or_else(|| PlanFileError::Malformed {
+        path: p.clone(),
+        reason: "no `format_version`".into(),
+    })?;
+    if found != FORMAT_VERSION as u64 {
+        return Err(PlanFileError::Version { path: p, found });
+    }
+    let env: Envelope = serde_json::from_value(v).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
+    if hash_bytes(body(&env.plan).as_bytes()) != env.checksum {
+        return Err(PlanFileError::Tampered { path: p });
+    }
+    Ok(env.plan)
+}
+
+pub fn read(path: &Path) -> Result<Plan, PlanFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PlanFileError::Io { path: path.display().to_string(), source })?;
+    from_json(path, &text)
+}

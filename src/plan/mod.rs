@@ -1,0 +1,140 @@
+//! Layer 3: the plan — ordered steps, each with its cause and exact argv, plus the plan file.
+//!
+//! `make_plan` diffs, orders (see `build`), and summarises. The plan file (JSON) is what
+//! `show` and `apply` read; it carries the fingerprint of the state it was computed from.
+//! No I/O except `file::{read, write}`; nothing here prints or spawns processes.
+
+pub mod build;
+pub mod file;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diff::{self, Action, Change};
+use crate::model::fingerprint::fingerprint;
+use crate::model::State;
+use crate::sacctmgr::command::Command;
+
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The phase a step belongs to (design.md section 5), in execution order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    QosCreate,
+    AccountCreate,
+    Reparent,
+    UserAdd,
+    QosSwap,
+    Limits,
+    DefaultAccount,
+    UserRemove,
+    AccountDelete,
+    QosDelete,
+}
+
+impl Phase {
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::QosCreate => "qos",
+            Phase::AccountCreate => "create accounts",
+            Phase::Reparent => "re-parent",
+            Phase::UserAdd => "add users",
+            Phase::QosSwap => "qos swap",
+            Phase::Limits => "limits",
+            Phase::DefaultAccount => "default accounts",
+            Phase::UserRemove => "remove users",
+            Phase::AccountDelete => "delete accounts",
+            Phase::QosDelete => "delete qos",
+        }
+    }
+}
+
+/// One command of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub number: usize,
+    pub phase: Phase,
+    pub command: Command,
+    /// Exactly what apply runs (argv[0] is replaced by the configured sacctmgr path).
+    pub argv: Vec<String>,
+    /// Addresses of the changes this step serves.
+    pub causes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub add: usize,
+    pub change: usize,
+    pub destroy: usize,
+}
+
+/// A change with its address (for `--target` and causes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedChange {
+    pub address: String,
+    pub action: Action,
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub format_version: u32,
+    pub generator: String,
+    /// Fingerprint of the normalised current state the plan was computed from.
+    pub current_fingerprint: String,
+    /// Hash of the desired file (or of the repair inputs).
+    pub desired_hash: String,
+    pub changes: Vec<PlannedChange>,
+    pub steps: Vec<Step>,
+    pub summary: Summary,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty() && self.steps.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("no safe order found for `{command}`: {reason}")]
+    Unsafe { command: String, reason: String },
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Count changes Terraform-style.
+pub fn summarize(changes: &[PlannedChange]) -> Summary {
+    let mut s = Summary::default();
+    for c in changes {
+        match c.action {
+            Action::Create => s.add += 1,
+            Action::Update | Action::Reparent => s.change += 1,
+            Action::Delete => s.destroy += 1,
+        }
+    }
+    s
+}
+
+/// Diff and order: the whole planning pipeline on two complete states.
+pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
+    let changes = diff::diff(current, desired);
+    let steps = build::build_steps(current, desired, &changes)?;
+    let changes: Vec<PlannedChange> =
+        changes.into_iter().map(|c| PlannedChange { address: c.address(), action: c.action(), change: c }).collect();
+    Ok(Plan {
+        format_version: FORMAT_VERSION,
+        generator: format!("slurmplan {}", env!("CARGO_PKG_VERSION")),
+        current_fingerprint: fingerprint(current),
+        desired_hash: desired_hash.to_string(),
+        summary: summarize(&changes),
+        changes,
+        steps,
+        warnings: Vec::new(),
+    })
+}

@@ -1,0 +1,396 @@
+//! An in-memory model of the slurmdbd rules slurmplan relies on, applied command by command.
+//!
+//! `Sim::apply` refuses what real slurmdbd refuses (missing parent, unknown QoS, DefaultAccount
+//! without an association) AND what Slurm 22.05 silently lets through but leaves broken (an
+//! effective DefaultQOS outside the effective QoS list, a removed default association leaving a
+//! dangling DefaultAccount, deleting an account that still has children or users). The planner
+//! checks every step it emits against it; tests use it as the reference slurmdbd. Pure: no I/O.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::command::Command;
+use crate::model::{names::root, Assoc, ClusterState, Name, Qos, State, UserKey};
+
+/// Why a command would break a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SimError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
+    Err(SimError(msg.into()))
+}
+
+/// A state plus per-cluster user counters, mutated by applying commands.
+pub struct Sim {
+    pub state: State,
+    /// (cluster, user) -> number of associations.
+    user_assocs: HashMap<(Name, Name), usize>,
+}
+
+impl Sim {
+    pub fn new(state: State) -> Sim {
+        let mut user_assocs = HashMap::new();
+        for (cname, c) in &state.clusters {
+            for k in c.users.keys() {
+                *user_assocs.entry((cname.clone(), k.user.clone())).or_insert(0) += 1;
+            }
+        }
+        Sim { state, user_assocs }
+    }
+
+    fn cluster_mut(&mut self, name: &Name) -> Result<&mut ClusterState, SimError> {
+        match self.state.clusters.get_mut(name) {
+            Some(c) => Ok(c),
+            None => err(format!("cluster `{name}` has not been added")),
+        }
+    }
+
+    fn check_qos_exist(&self, a: &Assoc) -> Result<(), SimError> {
+        let mut names: Vec<&Name> = Vec::new();
+        match &a.qos {
+            crate::model::QosList::Inherit => {}
+            crate::model::QosList::Set(s) => names.extend(s),
+            crate::model::QosList::Delta { add, remove } => {
+                names.extend(add);
+                names.extend(remove);
+            }
+        }
+        names.extend(a.default_qos.as_ref());
+        for n in names {
+            if !self.state.qos.contains_key(n) {
+                return err(format!("QoS `{n}` does not exist"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Apply one command; on error the state is unchanged only where documented (callers
+    /// treat any error as fatal and discard the simulation).
+    pub fn apply(&mut self, cmd: &Command) -> Result<(), SimError> {
+        match cmd {
+            Command::AddQos { names, set } => {
+                for n in names {
+                    if self.state.qos.contains_key(n) {
+                        return err(format!("QoS `{n}` already exists"));
+                    }
+                    let mut q = Qos { description: Some(n.to_string()), ..Default::default() };
+                    set.apply_to(&mut q);
+                    self.state.qos.insert(n.clone(), q);
+                }
+            }
+            Command::ModifyQos { names, set } => {
+                for n in names {
+                    match self.state.qos.get_mut(n) {
+                        Some(q) => set.apply_to(q),
+                        None => return err(format!("QoS `{n}` does not exist")),
+                    }
+                }
+            }
+            Command::DeleteQos { names } => {
+                for n in names {
+                    if self.state.qos.remove(n).is_none() {
+                        return err(format!("QoS `{n}` does not exist"));
+                    }
+                    for (cname, c) in &self.state.clusters {
+                        let used = c.accounts.iter_sorted().into_iter().any(|(_, _, a)| uses_qos(a, n))
+                            || c.users.values().any(|a| uses_qos(a, n));
+                        if used {
+                            return err(format!("QoS `{n}` is still used by associations on `{cname}`"));
+                        }
+                    }
+                }
+            }
+            Command::AddAccount { cluster, names, parent, record, set } => {
+                let mut assoc = Assoc::default();
+                set.apply_to(&mut assoc);
+                self.check_qos_exist(&assoc)?;
+                let c = self.cluster_mut(cluster)?;
+                if !c.accounts.contains(parent.as_str()) {
+                    return err(format!("no parent account `{parent}` on cluster `{cluster}`"));
+                }
+                for n in names {
+                    if c.accounts.contains(n.as_str()) {
+                        return err(format!("account `{n}` already exists on cluster `{cluster}`"));
+                    }
+                    c.accounts.insert(n.clone(), parent.as_str(), assoc.clone()).map_err(|e| SimError(e.to_string()))?;
+                }
+                for n in names {
+                    check_subtree(c, n)?;
+                }
+                for n in names {
+                    let rec = self.state.accounts.entry(n.clone()).or_default();
+                    // sacctmgr's defaults: description = name, organization = parent (or name under root)
+                    if rec.description.is_none() {
+                        rec.description = Some(record.description.clone().unwrap_or_else(|| n.to_string()));
+                    }
+                    if rec.organization.is_none() {
+                        let default_org = if parent == &root() { n.to_string() } else { parent.to_string() };
+                        rec.organization = Some(record.organization.clone().unwrap_or(default_org));
+                    }
+                }
+            }
+            Command::ModifyAccount { cluster, names, set } => {
+                let c = self.cluster_mut(cluster)?;
+                for n in names {
+                    match c.accounts.get_mut(n.as_str()) {
+                        Some(node) => set.apply_to(&mut node.assoc),
+                        None => return err(format!("no account `{n}` on cluster `{cluster}`")),
+                    }
+                }
+                for n in names {
+                    check_subtree(c, n)?;
+                }
+                let probe = Assoc { qos: set.qos.clone().unwrap_or_default(), default_qos: set.default_qos.clone().flatten(), ..Default::default() };
+                self.check_qos_exist(&probe)?;
+            }
+            Command::ModifyAccountRecord { cluster, names, record } => {
+                let c = self.cluster_mut(cluster)?;
+                for n in names {
+                    if !c.accounts.contains(n.as_str()) {
+                        return err(format!("no account `{n}` on cluster `{cluster}`"));
+                    }
+                }
+                for n in names {
+                    let rec = self.state.accounts.entry(n.clone()).or_default();
+                    if let Some(d) = &record.description {
+                        rec.description = Some(d.clone());
+                    }
+                    if let Some(o) = &record.organization {
+                        rec.organization = Some(o.clone());
+                    }
+                }
+            }
+            Command::Reparent { cluster, name, parent } => {
+                let c = self.cluster_mut(cluster)?;
+                if c.accounts.parent(name.as_str()) == Some(parent) {
+                    return err(format!("account `{name}` is already under `{parent}` (a no-op)"));
+                }
+                c.accounts.reparent(name.as_str(), parent.as_str()).map_err(SimError)?;
+                check_subtree(c, name)?;
+            }
+            Command::DeleteAccount { cluster, names } => {
+                let c = self.cluster_mut(cluster)?;
+                for n in names {
+                    if n == &root() {
+                        return err("refusing to delete `root`");
+                    }
+                    if c.users_of_account(n).next().is_some() {
+                        return err(format!("account `{n}` on `{cluster}` still has user associations"));
+                    }
+                    c.accounts.remove_leaf(n.as_str()).map_err(SimError)?;
+                }
+            }
+            Command::AddUser { cluster, users, account, partition, set } => {
+                let mut assoc = Assoc::default();
+                set.apply_to(&mut assoc);
+                self.check_qos_exist(&assoc)?;
+                let c = self.cluster_mut(cluster)?;
+                if !c.accounts.contains(account.as_str()) {
+                    return err(format!("no account `{account}` on cluster `{cluster}`"));
+                }
+                let mut added = Vec::new();
+                for u in users {
+                    let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+                    if c.users.contains_key(&key) {
+                        return err(format!("user association {} already exists (a no-op)", show_key(&key)));
+                    }
+                    c.users.insert(key, assoc.clone());
+                    c.defaults.entry(u.clone()).or_insert_with(|| account.clone());
+                    added.push(u.clone());
+                }
+                check_users(c, account, users)?;
+                for u in added {
+                    *self.user_assocs.entry((cluster.clone(), u)).or_insert(0) += 1;
+                }
+            }
+            Command::ModifyUser { cluster, users, account, partition, set } => {
+                let c = self.cluster_mut(cluster)?;
+                for u in users {
+                    let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+                    match c.users.get_mut(&key) {
+                        Some(a) => set.apply_to(a),
+                        None => return err(format!("no user association {}", show_key(&key))),
+                    }
+                }
+                check_users(c, account, users)?;
+                let probe = Assoc { qos: set.qos.clone().unwrap_or_default(), default_qos: set.default_qos.clone().flatten(), ..Default::default() };
+                self.check_qos_exist(&probe)?;
+            }
+            Command::SetDefaultAccount { cluster, users, account } => {
+                let c = self.cluster_mut(cluster)?;
+                for u in users {
+                    if !c.is_associated(u, account) {
+                        return err(format!("user `{u}` is not associated with new default account `{account}` on `{cluster}`"));
+                    }
+                    if c.defaults.get(u) == Some(account) {
+                        return err(format!("`{account}` is already the default account of `{u}` on `{cluster}` (a no-op)"));
+                    }
+                    c.defaults.insert(u.clone(), account.clone());
+                }
+            }
+            Command::DeleteUser { cluster, users, account, partition } => {
+                let cluster_name = cluster.clone();
+                let mut left = Vec::new();
+                {
+                    let c = self.cluster_mut(cluster)?;
+                    for u in users {
+                        let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+                        if c.users.remove(&key).is_none() {
+                            return err(format!("no user association {} (a no-op)", show_key(&key)));
+                        }
+                    }
+                }
+                for u in users {
+                    let count = self.user_assocs.entry((cluster_name.clone(), u.clone())).or_insert(1);
+                    *count -= 1;
+                    left.push((u.clone(), *count));
+                }
+                let c = self.cluster_mut(cluster)?;
+                for (u, count) in left {
+                    if count == 0 {
+                        c.defaults.remove(&u);
+                    } else if c.defaults.get(&u) == Some(account) && !c.is_associated(&u, account) {
+                        return err(format!(
+                            "removing `{u}` from `{account}` on `{cluster}` would leave its DefaultAccount dangling"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn uses_qos(a: &Assoc, q: &Name) -> bool {
+    a.default_qos.as_ref() == Some(q)
+        || match &a.qos {
+            crate::model::QosList::Inherit => false,
+            crate::model::QosList::Set(s) => s.contains(q),
+            crate::model::QosList::Delta { add, remove } => add.contains(q) || remove.contains(q),
+        }
+}
+
+fn show_key(k: &UserKey) -> String {
+    match &k.partition {
+        Some(p) => format!("`{}@{}` (partition `{p}`)", k.user, k.account),
+        None => format!("`{}@{}`", k.user, k.account),
+    }
+}
+
+/// Every association in the subtree of `top` (accounts and their users) keeps its effective
+/// DefaultQOS inside its effective QoS list.
+pub fn check_subtree(c: &ClusterState, top: &Name) -> Result<(), SimError> {
+    for acct in c.accounts.subtree(top.as_str()) {
+        check_account(c, acct)?;
+    }
+    Ok(())
+}
+
+fn check_account(c: &ClusterState, acct: &Name) -> Result<(), SimError> {
+    let eff = c.accounts.effective_qos(acct.as_str());
+    let def = c.accounts.effective_default_qos(acct.as_str());
+    if let Some(d) = def
+        && !eff.contains(d)
+    {
+        return err(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(&eff)));
+    }
+    for (k, a) in c.users_of_account(acct) {
+        check_user(&eff, def, k, a)?;
+    }
+    Ok(())
+}
+
+fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a: &Assoc) -> Result<(), SimError> {
+    let eff = a.qos.effective(acct_eff);
+    let def = a.default_qos.as_ref().or(acct_def);
+    if let Some(d) = def
+        && !eff.contains(d)
+    {
+        return err(format!("user association {} would have DefaultQOS `{d}` outside its QoS list [{}]", show_key(k), list(&eff)));
+    }
+    Ok(())
+}
+
+fn check_users(c: &ClusterState, account: &Name, users: &[Name]) -> Result<(), SimError> {
+    let eff = c.accounts.effective_qos(account.as_str());
+    let def = c.accounts.effective_default_qos(account.as_str());
+    for (k, a) in c.users_of_account(account) {
+        if users.contains(&k.user) {
+            check_user(&eff, def, k, a)?;
+        }
+    }
+    Ok(())
+}
+
+fn list(s: &BTreeSet<Name>) -> String {
+    crate::model::values::join(s)
+}
+
+/// Check every rule over a whole state (used on desired states and in tests).
+pub fn check_state(state: &State) -> Vec<SimError> {
+    let mut out = Vec::new();
+    for (cname, c) in &state.clusters {
+        for acct in c.accounts.names() {
+            if let Err(e) = check_account(c, acct) {
+                out.push(SimError(format!("on `{cname}`: {}", e.0)));
+            }
+        }
+        let index = c.user_index();
+        for (user, accts) in &index {
+            match c.defaults.get(*user) {
+                Some(d) if accts.contains(d) => {}
+                Some(d) => out.push(SimError(format!("on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"))),
+                None => out.push(SimError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
+            }
+        }
+        for user in c.defaults.keys() {
+            if !index.contains_key(user) {
+                out.push(SimError(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association")));
+            }
+        }
+    }
+    out
+}
+
+/// Would giving account `name` the association `new` keep every rule in its subtree?
+/// Computes effective values without mutating anything.
+pub fn check_account_change(c: &ClusterState, name: &Name, new: &Assoc) -> Result<(), SimError> {
+    let (peff, pdef) = match c.accounts.parent(name.as_str()) {
+        Some(p) => (c.accounts.effective_qos(p.as_str()), c.accounts.effective_default_qos(p.as_str()).cloned()),
+        None => (BTreeSet::new(), None),
+    };
+    walk(c, name, Some(new), &peff, pdef.as_ref())
+}
+
+/// Would placing account `name` under `parent` keep every rule in its subtree?
+pub fn check_reparent(c: &ClusterState, name: &Name, parent: &Name) -> Result<(), SimError> {
+    let peff = c.accounts.effective_qos(parent.as_str());
+    let pdef = c.accounts.effective_default_qos(parent.as_str()).cloned();
+    walk(c, name, None, &peff, pdef.as_ref())
+}
+
+/// Would giving user association `key` the settings `new` keep the rules?
+pub fn check_user_change(c: &ClusterState, key: &UserKey, new: &Assoc) -> Result<(), SimError> {
+    let eff = c.accounts.effective_qos(key.account.as_str());
+    let def = c.accounts.effective_default_qos(key.account.as_str());
+    check_user(&eff, def, key, new)
+}
+
+fn walk(c: &ClusterState, acct: &Name, over: Option<&Assoc>, peff: &BTreeSet<Name>, pdef: Option<&Name>) -> Result<(), SimError> {
+    let node = c.accounts.get(acct.as_str()).ok_or_else(|| SimError(format!("no account `{acct}`")))?;
+    let assoc = over.unwrap_or(&node.assoc);
+    let eff = assoc.qos.effective(peff);
+    let def = assoc.default_qos.as_ref().or(pdef);
+    if let Some(d) = def
+        && !eff.contains(d)
+    {
+        return err(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(&eff)));
+    }
+    for (k, a) in c.users_of_account(acct) {
+        check_user(&eff, def, k, a)?;
+    }
+    for child in c.accounts.children(acct.as_str()) {
+        walk(c, child, None, &eff, def)?;
+    }
+    Ok(())
+}
