@@ -97,8 +97,6 @@ struct Entry<'n> {
 
 /// The known keys of a struct-like mapping.
 struct Fields<'n> {
-    /// The mapping itself (for "missing key" messages).
-    node: &'n SNode,
     map: BTreeMap<&'static str, Entry<'n>>,
 }
 
@@ -240,7 +238,7 @@ impl<'a> Loader<'a> {
             }
             map.insert(known, e);
         }
-        Fields { node, map }
+        Fields { map }
     }
 
     // ---- scalars -----------------------------------------------------------------------
@@ -585,7 +583,7 @@ impl<'a> Loader<'a> {
                 "the file has no `managed` scope".into(),
                 "add `managed:` with `roots: [...]` and/or `prefixes: [...]`; slurmplan touches only what it manages",
             ),
-            Some(m) => desired.scope = self.scope(m),
+            Some(m) => desired.scope = self.scope(m, top.key("managed").unwrap_or(m)),
         }
 
         if let Some(p) = top.get("protect") {
@@ -653,7 +651,7 @@ impl<'a> Loader<'a> {
         desired
     }
 
-    fn scope(&mut self, node: &SNode) -> Scope {
+    fn scope(&mut self, node: &SNode, key: &SNode) -> Scope {
         let f = self.fields(node, "managed", MANAGED_KEYS);
         let mut scope = Scope::default();
         if let Some(r) = f.get("roots") {
@@ -672,13 +670,15 @@ impl<'a> Loader<'a> {
         }
         // Entries that were given but invalid are reported already; do not add "empty" to that.
         let given = ["roots", "prefixes"].iter().any(|k| {
-            f.get(k)
-                .is_some_and(|n| matches!(&n.value, Node::Seq(v) if !v.is_empty()))
+            f.get(k).is_some_and(|n| {
+                !matches!(&n.value, Node::Null | Node::Seq(_))
+                    || matches!(&n.value, Node::Seq(v) if !v.is_empty())
+            })
         });
         if scope.roots.is_empty() && scope.prefixes.is_empty() && !given {
             self.error(
                 "empty-scope",
-                f.key("roots").unwrap_or(f.node),
+                f.key("roots").or(f.key("prefixes")).unwrap_or(key),
                 "the managed scope is empty: no `roots` and no `prefixes`".into(),
                 "add `roots: [account]` (whole subtrees) and/or `prefixes: [prefix_]`",
             );
