@@ -607,15 +607,11 @@ impl<'a> Loader<'a> {
                     continue;
                 };
                 if let Some(first) = cluster_keys.get(&cname) {
-                    let first_at = self.at(first);
                     self.error(
                         "duplicate-cluster",
                         e.key,
                         format!("cluster `{cname}` is declared twice"),
-                        format!(
-                            "merge it with the one at line {} (names are case-insensitive)",
-                            first_at.line
-                        ),
+                        merge_hint(first, &e.text),
                     );
                     continue;
                 }
@@ -693,15 +689,11 @@ impl<'a> Loader<'a> {
                 continue;
             };
             if let Some(first) = keys.get(&name) {
-                let first_at = self.at(first);
                 self.error(
                     "duplicate-qos",
                     e.key,
                     format!("QoS `{name}` is declared twice"),
-                    format!(
-                        "merge it with the one at line {} (names are case-insensitive)",
-                        first_at.line
-                    ),
+                    merge_hint(first, &e.text),
                 );
                 continue;
             }
@@ -778,15 +770,11 @@ impl<'a> Loader<'a> {
                     continue;
                 };
                 if let Some((first, _)) = declared.get(&aname) {
-                    let first_at = self.at(first);
                     self.error(
                         "duplicate-account",
                         e.key,
                         format!("account `{aname}` is declared twice on cluster `{cname}`"),
-                        format!(
-                            "merge it with the one at line {} (names are case-insensitive)",
-                            first_at.line
-                        ),
+                        merge_hint(first, &e.text),
                     );
                     continue;
                 }
@@ -1210,6 +1198,17 @@ struct RecordSeen {
     record: AccountRecord,
     description_from: Option<(Name, serde_saphyr::Location)>,
     organization_from: Option<(Name, serde_saphyr::Location)>,
+}
+
+/// Hint for a name declared twice: where the first one is, and a note when only case differs.
+fn merge_hint(first: &SNode, text: &str) -> String {
+    let line = first.referenced.line();
+    match first.value.scalar_text() {
+        Some(t) if t != text => {
+            format!("merge it with `{t}` at line {line}; sacctmgr names are case-insensitive")
+        }
+        _ => format!("merge it with the one at line {line}"),
+    }
 }
 
 /// The closest allowed key within a small edit distance.

@@ -532,3 +532,28 @@ fn huge_numbers_are_errors_not_panics() {
     let errs = errors_of(&text);
     assert_eq!(errs.len(), 4, "{errs:?}");
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    for text in [
+        "[".repeat(100_000),
+        format!("a: {}", "- ".repeat(50_000)),
+        "{a: ".repeat(20_000),
+    ] {
+        assert!(load(&text).is_err());
+    }
+}
+
+#[test]
+fn docs_example_loads_cleanly() {
+    let doc = include_str!("../../docs/desired-format.md");
+    let start = doc.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
+    let len = doc[start..].find("```").expect("closed block");
+    let d = load_str(
+        Path::new("docs/desired-format.md"),
+        &doc[start..start + len],
+    )
+    .unwrap_or_else(|e| panic!("{}", render(&e)));
+    assert_eq!(render(&d.warnings), "");
+    assert_eq!(d.clusters.len(), 2);
+}
