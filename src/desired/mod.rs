@@ -1,0 +1,133 @@
+//! Layer 1: the desired-state YAML (format version 1, see `docs/desired-format.md`) and its
+//! loader.
+//!
+//! [`load_file`] / [`load_str`] turn the file into a [`Desired`]: validated [`Name`]s,
+//! normalised limit values (TRES in MiB, durations in minutes), the managed [`Scope`], and a
+//! source [`Location`] for every declared object so later layers can point back at the file.
+//! Every problem in the file is reported at once, each with `file:line:column` and a hint.
+//!
+//! This module must not run sacctmgr, spawn processes, print, or read anything but the one file
+//! it is given. It knows nothing about the current state: checks that need it (does an
+//! undeclared parent exist? is a QoS defined in slurmdbd?) are warnings here and happen at plan
+//! time.
+
+mod load;
+mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::diag::{Diagnostic, Location};
+use crate::model::{AccountRecord, Assoc, Name, Qos, UserKey};
+
+/// The desired state as declared in one YAML file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desired {
+    /// The file it was loaded from (as given, for messages).
+    pub path: PathBuf,
+    /// `sha256:<hex>` of the file bytes (`model::fingerprint::hash_bytes`).
+    pub hash: String,
+    /// `settings.preserve_user_case`: user names keep their case (slurmdbd `PreserveCaseUser`).
+    pub preserve_user_case: bool,
+    /// What slurmplan owns.
+    pub scope: Scope,
+    /// Accounts never deleted.
+    pub protect: BTreeSet<Name>,
+    /// QoS objects (global).
+    pub qos: BTreeMap<Name, Qos>,
+    /// Account records (description, organization), merged over clusters.
+    pub accounts: BTreeMap<Name, AccountRecord>,
+    pub clusters: BTreeMap<Name, DesiredCluster>,
+    /// Warnings found while loading (sorted by location).
+    pub warnings: Vec<Diagnostic>,
+    /// Where each object was declared. Keys: `qos/Q`, `cluster/C`, `cluster/C/account/A`,
+    /// `cluster/C/account/A/user/U` (plus `/partition/P` for a partition association) and
+    /// `cluster/C/user/U` (the per-user settings).
+    pub locations: BTreeMap<String, Location>,
+}
+
+/// One cluster of the desired state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DesiredCluster {
+    pub accounts: BTreeMap<Name, DesiredAccount>,
+    pub users: BTreeMap<UserKey, Assoc>,
+    /// user -> DefaultAccount.
+    pub defaults: BTreeMap<Name, Name>,
+}
+
+/// One declared account association. `parent` defaults to `root`; for `root` itself it is
+/// `root` too (callers treat `root` as the tree's top and never re-parent it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesiredAccount {
+    pub parent: Name,
+    pub assoc: Assoc,
+}
+
+/// The managed scope: what slurmplan may create, change and delete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Account subtrees owned entirely (the root account of each subtree included).
+    pub roots: BTreeSet<Name>,
+    /// Any account whose name starts with one of these.
+    pub prefixes: Vec<String>,
+    /// QoS objects whose name starts with one of these may be deleted when not declared.
+    pub qos_prefixes: Vec<String>,
+}
+
+impl Scope {
+    /// Managed if the name matches a prefix, or it or one of `ancestors` is a root.
+    pub fn manages_account<'a>(
+        &self,
+        name: &Name,
+        ancestors: impl IntoIterator<Item = &'a Name>,
+    ) -> bool {
+        self.prefixes
+            .iter()
+            .any(|p| name.as_str().starts_with(p.as_str()))
+            || self.roots.contains(name)
+            || ancestors.into_iter().any(|a| self.roots.contains(a))
+    }
+
+    /// Managed if the QoS name matches one of `qos_prefixes`.
+    pub fn manages_qos(&self, name: &Name) -> bool {
+        self.qos_prefixes
+            .iter()
+            .any(|p| name.as_str().starts_with(p.as_str()))
+    }
+}
+
+/// Read and load a desired-state file. An I/O error becomes one diagnostic.
+pub fn load_file(path: &Path) -> Result<Desired, Vec<Diagnostic>> {
+    match std::fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => load_str(path, &text),
+            Err(e) => Err(vec![
+                Diagnostic::error("io", format!("`{}` is not UTF-8 text: {e}", path.display()))
+                    .at(Location {
+                        file: path.to_path_buf(),
+                        line: 0,
+                        column: 0,
+                    })
+                    .hint("save the file as UTF-8"),
+            ]),
+        },
+        Err(e) => Err(vec![
+            Diagnostic::error("io", format!("cannot read `{}`: {e}", path.display()))
+                .at(Location {
+                    file: path.to_path_buf(),
+                    line: 0,
+                    column: 0,
+                })
+                .hint("check the path given with `-d`"),
+        ]),
+    }
+}
+
+/// Load a desired-state document from `text`; `path` is used for messages and `Desired::path`.
+/// `Err` holds every error and warning (sorted); `Ok` holds the warnings in `Desired::warnings`.
+pub fn load_str(path: &Path, text: &str) -> Result<Desired, Vec<Diagnostic>> {
+    load::load(path, text)
+}
