@@ -12,6 +12,7 @@
 //! time.
 
 mod load;
+pub mod resolve;
 mod tree;
 
 #[cfg(test)]

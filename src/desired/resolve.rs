@@ -1,0 +1,268 @@
+//! Resolve a loaded [`Desired`] against the current [`State`] into a complete desired `State`.
+//!
+//! Unmanaged objects are copied from the current state unchanged, so the diff of the two
+//! states only ever touches what slurmplan manages. This is also where the checks that need
+//! the current state happen: clusters exist, undeclared parents exist, referenced QoS exist,
+//! protected accounts are not deleted, unmanaged accounts are not orphaned, DefaultAccounts
+//! stay valid, and the result obeys slurmdbd's rules. Pure: no I/O, no printing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Desired, Scope};
+use crate::diag::{Diagnostic, Location};
+use crate::model::names::root;
+use crate::model::{AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Name, QosList, State};
+use crate::sacctmgr::sim;
+
+/// The complete desired state plus warnings (e.g. DefaultAccounts slurmplan had to choose).
+pub struct Resolved {
+    pub state: State,
+    pub warnings: Vec<Diagnostic>,
+    /// Managed account names per cluster (current ∪ desired), for guards and reports.
+    pub managed: BTreeMap<Name, BTreeSet<Name>>,
+}
+
+fn loc(d: &Desired, key: &str) -> Option<Location> {
+    d.locations.get(key).cloned().or_else(|| Some(Location { file: d.path.clone(), line: 0, column: 0 }))
+}
+
+/// Is `name` managed on a cluster, given the current tree?
+pub fn is_managed(scope: &Scope, declared: bool, name: &Name, tree: &AccountGraph) -> bool {
+    declared || scope.manages_account(name, tree.ancestors(name.as_str()))
+}
+
+pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut state = current.clone();
+    let mut managed_all = BTreeMap::new();
+
+    // QoS: declared ones replace current (unmanaged fields kept); managed undeclared ones go.
+    for (name, q) in &d.qos {
+        let mut q = q.clone();
+        if q.description.is_none() {
+            q.description = current.qos.get(name).and_then(|c| c.description.clone());
+        }
+        state.qos.insert(name.clone(), q);
+    }
+    let doomed_qos: Vec<Name> =
+        current.qos.keys().filter(|n| !d.qos.contains_key(*n) && d.scope.manages_qos(n)).cloned().collect();
+    for n in &doomed_qos {
+        state.qos.remove(n);
+    }
+
+    for (cname, dc) in &d.clusters {
+        let Some(cur) = current.clusters.get(cname) else {
+            errors.push(
+                Diagnostic::error("unknown-cluster", format!("cluster `{cname}` is not registered in slurmdbd"))
+                    .at_opt(loc(d, &format!("cluster/{cname}")))
+                    .hint(format!("register it first (`sacctmgr -i add cluster {cname}`) or fix the name")),
+            );
+            continue;
+        };
+        let managed: BTreeSet<Name> = cur
+            .accounts
+            .names()
+            .into_iter()
+            .filter(|n| is_managed(&d.scope, dc.accounts.contains_key(*n), n, &cur.accounts))
+            .cloned()
+            .chain(dc.accounts.keys().cloned())
+            .collect();
+        // Accounts: unmanaged ones from current, managed ones from desired.
+        let mut items: Vec<(Name, Option<Name>, Assoc)> = Vec::new();
+        for (name, parent, assoc) in cur.accounts.iter_sorted() {
+            let declared = dc.accounts.contains_key(name);
+            if declared {
+                continue;
+            }
+            if managed.contains(name) {
+                if name == &root() {
+                    items.push((name.clone(), None, assoc.clone()));
+                    continue;
+                }
+                if d.protect.contains(name) {
+                    errors.push(
+                        Diagnostic::error("protected", format!("account `{name}` on `{cname}` is protected but the desired state removes it"))
+                            .at_opt(loc(d, &format!("cluster/{cname}")))
+                            .hint(format!("declare `{name}` under clusters.{cname}.accounts, or remove it from `protect`")),
+                    );
+                    items.push((name.clone(), parent.cloned(), assoc.clone()));
+                }
+                continue;
+            }
+            items.push((name.clone(), parent.cloned(), assoc.clone()));
+            if let Some(p) = parent
+                && managed.contains(p)
+                && !dc.accounts.contains_key(p)
+                && p != &root()
+                && !d.protect.contains(p)
+            {
+                errors.push(
+                    Diagnostic::error("orphaned-unmanaged", format!(
+                        "account `{name}` on `{cname}` is not managed, but its parent `{p}` is removed by the desired state"
+                    ))
+                    .at_opt(loc(d, &format!("cluster/{cname}")))
+                    .hint(format!("declare `{p}`, or move `{name}` elsewhere first")),
+                );
+            }
+        }
+        for (name, da) in &dc.accounts {
+            let parent = if name == &root() { None } else { Some(da.parent.clone()) };
+            items.push((name.clone(), parent, da.assoc.clone()));
+        }
+        let accounts = match AccountGraph::build(items) {
+            Ok(g) => g,
+            Err(errs) => {
+                for e in errs {
+                    let (msg, key, hint) = match &e {
+                        GraphError::MissingParent { child, parent } => (
+                            format!("parent `{parent}` of account `{child}` does not exist on cluster `{cname}`"),
+                            format!("cluster/{cname}/account/{child}"),
+                            format!("declare `{parent}` under clusters.{cname}.accounts or use an existing account"),
+                        ),
+                        GraphError::Cycle(v) => (
+                            format!("accounts on `{cname}` would form a cycle of parents: {}", v.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),
+                            format!("cluster/{cname}"),
+                            "give one of them a parent outside the cycle".to_string(),
+                        ),
+                        other => (other.to_string(), format!("cluster/{cname}"), "fix the account tree".to_string()),
+                    };
+                    errors.push(Diagnostic::error("bad-tree", msg).at_opt(loc(d, &key)).hint(hint));
+                }
+                continue;
+            }
+        };
+        // Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones.
+        let mut users = BTreeMap::new();
+        for (k, a) in &cur.users {
+            if !managed.contains(&k.account) {
+                users.insert(k.clone(), a.clone());
+            }
+        }
+        for (k, a) in &dc.users {
+            users.insert(k.clone(), a.clone());
+        }
+        let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
+        // DefaultAccounts: declared, else current if still associated, else the first remaining.
+        let index = new.user_index();
+        let mut defaults = BTreeMap::new();
+        for (user, accts) in &index {
+            if let Some(want) = dc.defaults.get(*user) {
+                if accts.contains(want) {
+                    defaults.insert((*user).clone(), want.clone());
+                } else {
+                    errors.push(
+                        Diagnostic::error("default-account-not-associated", format!(
+                            "user `{user}` on `{cname}` has default_account `{want}` but no association with it"
+                        ))
+                        .at_opt(loc(d, &format!("cluster/{cname}/user/{user}")))
+                        .hint(format!("add `{user}` to the users of `{want}`, or choose one of: {}", accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "))),
+                    );
+                }
+                continue;
+            }
+            match cur.defaults.get(*user) {
+                Some(cd) if accts.contains(cd) => {
+                    defaults.insert((*user).clone(), cd.clone());
+                }
+                old => {
+                    let first = (*accts.iter().next().expect("non-empty")).clone();
+                    if let Some(old) = old {
+                        warnings.push(
+                            Diagnostic::warning("default-account-moved", format!(
+                                "user `{user}` on `{cname}` loses DefaultAccount `{old}`; it will move to `{first}` (first remaining association, by name)"
+                            ))
+                            .hint(format!("set clusters.{cname}.users.{user}.default_account to choose")),
+                        );
+                    }
+                    defaults.insert((*user).clone(), first);
+                }
+            }
+        }
+        for (user, want) in &dc.defaults {
+            if !index.contains_key(user) {
+                errors.push(
+                    Diagnostic::error("default-account-not-associated", format!("user `{user}` on `{cname}` has default_account `{want}` but no association on the cluster"))
+                        .at_opt(loc(d, &format!("cluster/{cname}/user/{user}")))
+                        .hint(format!("add `{user}` to the users of `{want}`")),
+                );
+            }
+        }
+        new.defaults = defaults;
+        // Referenced QoS must exist.
+        let mut referenced: BTreeMap<Name, String> = BTreeMap::new();
+        let mut note = |a: &Assoc, what: String| {
+            let mut names: Vec<&Name> = a.default_qos.iter().collect();
+            if let QosList::Set(s) = &a.qos {
+                names.extend(s);
+            }
+            for n in names {
+                referenced.entry(n.clone()).or_insert_with(|| what.clone());
+            }
+        };
+        for (name, da) in &dc.accounts {
+            note(&da.assoc, format!("cluster/{cname}/account/{name}"));
+        }
+        for (k, a) in &dc.users {
+            note(a, format!("cluster/{cname}/account/{}/user/{}", k.account, k.user));
+        }
+        for (q, key) in referenced {
+            if !state.qos.contains_key(&q) {
+                errors.push(
+                    Diagnostic::error("missing-qos", format!("QoS `{q}` is used on `{cname}` but does not exist in slurmdbd and is not declared"))
+                        .at_opt(loc(d, &key))
+                        .hint(format!("declare it under `qos:` (slurmplan creates it) or create it with `sacctmgr -i add qos {q}`")),
+                );
+            }
+        }
+        managed_all.insert(cname.clone(), managed);
+        state.clusters.insert(cname.clone(), new);
+    }
+    // Account records of declared accounts.
+    for (name, rec) in &d.accounts {
+        let cur = current.accounts.get(name).cloned().unwrap_or_default();
+        let merged = AccountRecord {
+            description: rec.description.clone().or(cur.description),
+            organization: rec.organization.clone().or(cur.organization),
+        };
+        state.accounts.insert(name.clone(), merged);
+    }
+    // QoS removed while still used by what remains.
+    for n in &doomed_qos {
+        for (cname, c) in &state.clusters {
+            let used = c.accounts.iter_sorted().iter().any(|(_, _, a)| uses(a, n)) || c.users.values().any(|a| uses(a, n));
+            if used {
+                errors.push(Diagnostic::error("qos-in-use", format!(
+                    "QoS `{n}` matches managed.qos_prefixes and is not declared, but associations on `{cname}` still use it"
+                )).hint(format!("declare `{n}` under `qos:` or stop using it")));
+                break;
+            }
+        }
+    }
+    if errors.is_empty() {
+        // The result must obey slurmdbd's rules (only report what the current state lacks).
+        let before: BTreeSet<String> = sim::check_state(current).into_iter().map(|e| e.0).collect();
+        for e in sim::check_state(&state) {
+            if !before.contains(&e.0) {
+                errors.push(Diagnostic::error("invalid-desired", format!("the desired state breaks a Slurm rule {}", e.0))
+                    .at_opt(Some(Location { file: d.path.clone(), line: 0, column: 0 }))
+                    .hint("give the association a QoS list that contains its DefaultQOS"));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(Resolved { state, warnings, managed: managed_all })
+    } else {
+        errors.extend(warnings);
+        Err(errors)
+    }
+}
+
+fn uses(a: &Assoc, q: &Name) -> bool {
+    a.default_qos.as_ref() == Some(q)
+        || match &a.qos {
+            QosList::Inherit => false,
+            QosList::Set(s) => s.contains(q),
+            QosList::Delta { add, remove } => add.contains(q) || remove.contains(q),
+        }
+}
