@@ -51,22 +51,10 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            severity: Severity::Error,
-            code,
-            message: message.into(),
-            location: None,
-            hint: None,
-        }
+        Diagnostic { severity: Severity::Error, code, message: message.into(), location: None, hint: None }
     }
     pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            severity: Severity::Warning,
-            code,
-            message: message.into(),
-            location: None,
-            hint: None,
-        }
+        Diagnostic { severity: Severity::Warning, code, message: message.into(), location: None, hint: None }
     }
     pub fn at(mut self, location: Location) -> Diagnostic {
         self.location = Some(location);

@@ -68,11 +68,7 @@ impl Name {
         if input.len() > 64 {
             return Err(err("it is longer than 64 characters", "use a shorter name"));
         }
-        let folded = if keep_case {
-            input.to_string()
-        } else {
-            input.to_ascii_lowercase()
-        };
+        let folded = if keep_case { input.to_string() } else { input.to_ascii_lowercase() };
         if folded.starts_with('-') {
             return Err(err(
                 "it starts with `-`, which sacctmgr reads as an option or a removal",
@@ -96,9 +92,10 @@ impl Name {
                     "it contains `=`: sacctmgr splits key and value at the first `=`",
                     "remove the `=`; use `_` or `-` instead",
                 ),
-                ' ' | '\t' | '\n' | '\r' => {
-                    ("it contains whitespace", "replace spaces with `_` or `-`")
-                }
+                ' ' | '\t' | '\n' | '\r' => (
+                    "it contains whitespace",
+                    "replace spaces with `_` or `-`",
+                ),
                 '\'' | '"' | '`' => (
                     "it contains a quote: sacctmgr turns quotes into backticks",
                     "remove the quotes",
@@ -114,10 +111,7 @@ impl Name {
             };
             return Err(err(reason, hint));
         }
-        Ok(Parsed {
-            lowercased: folded != input,
-            name: Name(folded),
-        })
+        Ok(Parsed { lowercased: folded != input, name: Name(folded) })
     }
 
     /// Parse and insist there was nothing to fold (used where input comes from sacctmgr itself).
@@ -187,17 +181,7 @@ mod tests {
 
     #[test]
     fn refuses_what_sacctmgr_would_mangle() {
-        for bad in [
-            "co,mma",
-            "k=v",
-            "a b",
-            "a'q",
-            "x[1-2]",
-            "-x",
-            "",
-            "semi;colon",
-            "é",
-        ] {
+        for bad in ["co,mma", "k=v", "a b", "a'q", "x[1-2]", "-x", "", "semi;colon", "é"] {
             let e = Name::parse(bad, NameKind::Account, false).unwrap_err();
             assert!(!e.hint.is_empty(), "{bad}");
         }

@@ -5,13 +5,13 @@
 //! as in slurmdbd. Everything iterates in a deterministic order. No I/O, no parsing of
 //! sacctmgr text (that is `sacctmgr::parse`), no YAML (that is `desired`).
 
-use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
+use petgraph::Direction;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::names::{Name, root};
+use super::names::{root, Name};
 use super::values::{Fairshare, QosList, Tres};
 
 /// Limits slurmplan manages on an association. `None`/empty = unset (sacctmgr prints nothing).
@@ -131,10 +131,7 @@ impl AccountGraph {
                 errors.push(GraphError::Duplicate(name));
                 continue;
             }
-            let ix = g.graph.add_node(AccountNode {
-                name: name.clone(),
-                assoc,
-            });
+            let ix = g.graph.add_node(AccountNode { name: name.clone(), assoc });
             g.index.insert(name.clone(), ix);
             parents.push((name, parent));
         }
@@ -146,10 +143,7 @@ impl AccountGraph {
                     Some(&pix) => {
                         g.graph.add_edge(pix, g.index[&name], ());
                     }
-                    None => errors.push(GraphError::MissingParent {
-                        child: name,
-                        parent: p,
-                    }),
+                    None => errors.push(GraphError::MissingParent { child: name, parent: p }),
                 },
             }
         }
@@ -158,11 +152,7 @@ impl AccountGraph {
         {
             errors.push(GraphError::Cycle(cycle));
         }
-        if errors.is_empty() {
-            Ok(g)
-        } else {
-            Err(errors)
-        }
+        if errors.is_empty() { Ok(g) } else { Err(errors) }
     }
 
     fn find_cycle(&self) -> Option<Vec<Name>> {
@@ -208,9 +198,7 @@ impl AccountGraph {
 
     /// Children of `name`, sorted.
     pub fn children(&self, name: &str) -> Vec<&Name> {
-        let Some(&ix) = self.index.get(name) else {
-            return Vec::new();
-        };
+        let Some(&ix) = self.index.get(name) else { return Vec::new() };
         let mut v: Vec<&Name> = self
             .graph
             .edges_directed(ix, Direction::Outgoing)
@@ -249,9 +237,7 @@ impl AccountGraph {
     /// Every account in the subtree under `name` (including it), sorted.
     pub fn subtree(&self, name: &str) -> Vec<&Name> {
         let mut out = Vec::new();
-        let Some(&start) = self.index.get(name) else {
-            return out;
-        };
+        let Some(&start) = self.index.get(name) else { return out };
         let mut stack = vec![start];
         while let Some(ix) = stack.pop() {
             out.push(&self.graph[ix].name);
@@ -267,16 +253,9 @@ impl AccountGraph {
             return Err(GraphError::Duplicate(name));
         }
         let Some(&pix) = self.index.get(parent) else {
-            return Err(GraphError::MissingParent {
-                child: name,
-                parent: Name::strict(parent, super::names::NameKind::Account)
-                    .unwrap_or_else(|_| root()),
-            });
+            return Err(GraphError::MissingParent { child: name, parent: Name::strict(parent, super::names::NameKind::Account).unwrap_or_else(|_| root()) });
         };
-        let ix = self.graph.add_node(AccountNode {
-            name: name.clone(),
-            assoc,
-        });
+        let ix = self.graph.add_node(AccountNode { name: name.clone(), assoc });
         self.graph.add_edge(pix, ix, ());
         self.index.insert(name, ix);
         Ok(())
@@ -284,22 +263,12 @@ impl AccountGraph {
 
     /// Move `name` (with its subtree) under `new_parent`. Refuses a move into its own subtree.
     pub fn reparent(&mut self, name: &str, new_parent: &str) -> Result<(), String> {
-        let ix = *self
-            .index
-            .get(name)
-            .ok_or_else(|| format!("no account `{name}`"))?;
-        let pix = *self
-            .index
-            .get(new_parent)
-            .ok_or_else(|| format!("no parent account `{new_parent}`"))?;
+        let ix = *self.index.get(name).ok_or_else(|| format!("no account `{name}`"))?;
+        let pix = *self.index.get(new_parent).ok_or_else(|| format!("no parent account `{new_parent}`"))?;
         if self.subtree(name).iter().any(|n| n.as_str() == new_parent) {
             return Err(format!("`{new_parent}` is inside the subtree of `{name}`"));
         }
-        let old: Vec<_> = self
-            .graph
-            .edges_directed(ix, Direction::Incoming)
-            .map(|e| e.id())
-            .collect();
+        let old: Vec<_> = self.graph.edges_directed(ix, Direction::Incoming).map(|e| e.id()).collect();
         for e in old {
             self.graph.remove_edge(e);
         }
@@ -309,16 +278,8 @@ impl AccountGraph {
 
     /// Remove a leaf account. Refuses an account with children.
     pub fn remove_leaf(&mut self, name: &str) -> Result<AccountNode, String> {
-        let ix = *self
-            .index
-            .get(name)
-            .ok_or_else(|| format!("no account `{name}`"))?;
-        if self
-            .graph
-            .neighbors_directed(ix, Direction::Outgoing)
-            .next()
-            .is_some()
-        {
+        let ix = *self.index.get(name).ok_or_else(|| format!("no account `{name}`"))?;
+        if self.graph.neighbors_directed(ix, Direction::Outgoing).next().is_some() {
             return Err(format!("account `{name}` still has child accounts"));
         }
         self.index.remove(name);
@@ -335,9 +296,7 @@ impl AccountGraph {
             if chain.len() > self.len() {
                 break;
             }
-            cur = self
-                .parent(n.name.as_str())
-                .and_then(|p| self.get(p.as_str()));
+            cur = self.parent(n.name.as_str()).and_then(|p| self.get(p.as_str()));
         }
         let mut eff = BTreeSet::new();
         for n in chain.iter().rev() {
@@ -358,9 +317,7 @@ impl AccountGraph {
             if steps > self.len() {
                 return None;
             }
-            cur = self
-                .parent(n.name.as_str())
-                .and_then(|p| self.get(p.as_str()));
+            cur = self.parent(n.name.as_str()).and_then(|p| self.get(p.as_str()));
         }
         None
     }
@@ -397,19 +354,13 @@ impl ClusterState {
     /// A cluster with only `root` (what `sacctmgr add cluster` creates).
     pub fn with_root() -> ClusterState {
         let accounts = AccountGraph::build([(root(), None, Assoc::default())]).expect("one root");
-        ClusterState {
-            accounts,
-            ..Default::default()
-        }
+        ClusterState { accounts, ..Default::default() }
     }
 
     /// The user associations of `user`, in key order. Linear scan; callers that need it for
     /// many users build an index (see `user_index`).
     pub fn user_accounts(&self, user: &str) -> Vec<&UserKey> {
-        self.users
-            .keys()
-            .filter(|k| k.user.as_str() == user)
-            .collect()
+        self.users.keys().filter(|k| k.user.as_str() == user).collect()
     }
 
     /// user -> set of accounts the user is associated with (any partition).
@@ -423,21 +374,12 @@ impl ClusterState {
 
     /// Effective QoS list of a user association.
     pub fn user_effective_qos(&self, key: &UserKey, assoc: &Assoc) -> BTreeSet<Name> {
-        assoc
-            .qos
-            .effective(&self.accounts.effective_qos(key.account.as_str()))
+        assoc.qos.effective(&self.accounts.effective_qos(key.account.as_str()))
     }
 
     /// Effective DefaultQOS of a user association.
-    pub fn user_effective_default_qos<'a>(
-        &'a self,
-        key: &UserKey,
-        assoc: &'a Assoc,
-    ) -> Option<&'a Name> {
-        assoc
-            .default_qos
-            .as_ref()
-            .or_else(|| self.accounts.effective_default_qos(key.account.as_str()))
+    pub fn user_effective_default_qos<'a>(&'a self, key: &UserKey, assoc: &'a Assoc) -> Option<&'a Name> {
+        assoc.default_qos.as_ref().or_else(|| self.accounts.effective_default_qos(key.account.as_str()))
     }
 }
 

@@ -42,9 +42,8 @@ pub fn valid_tres_name(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 64
         && k.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && k.chars().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '/' | ':' | '_' | '-' | '.')
-        })
+        && k.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '/' | ':' | '_' | '-' | '.'))
 }
 
 /// Parse one TRES value. `mem` (and any value) may carry a unit suffix: the value is expressed
@@ -78,24 +77,18 @@ pub fn parse_tres_value(name: &str, v: &str) -> Result<u64, String> {
         return Err(bad());
     }
     let scale = 10u128.pow(frac_part.len() as u32);
-    let whole: u128 = format!("{int_part}{frac_part}")
-        .parse()
-        .map_err(|_| bad())?;
+    let whole: u128 = format!("{int_part}{frac_part}").parse().map_err(|_| bad())?;
     let value = if mult == 0 {
         // KiB to MiB
         let denom = scale * 1024;
         if whole % denom != 0 {
-            return Err(format!(
-                "`{v}` for TRES `{name}` is not a whole number of MiB"
-            ));
+            return Err(format!("`{v}` for TRES `{name}` is not a whole number of MiB"));
         }
         whole / denom
     } else {
         let num = whole * mult as u128;
         if num % scale != 0 {
-            return Err(format!(
-                "`{v}` for TRES `{name}` is not a whole number of MiB"
-            ));
+            return Err(format!("`{v}` for TRES `{name}` is not a whole number of MiB"));
         }
         num / scale
     };
@@ -127,13 +120,7 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     let parts: Vec<&str> = rest.split(':').collect();
     let nums: Vec<u64> = parts
         .iter()
-        .map(|p| {
-            if p.is_empty() || p.len() > 4 || !p.bytes().all(|b| b.is_ascii_digit()) {
-                Err(bad())
-            } else {
-                p.parse::<u64>().map_err(|_| bad())
-            }
-        })
+        .map(|p| if p.is_empty() || p.len() > 4 || !p.bytes().all(|b| b.is_ascii_digit()) { Err(bad()) } else { p.parse::<u64>().map_err(|_| bad()) })
         .collect::<Result<_, _>>()?;
     let (h, m, sec) = match nums.as_slice() {
         [m] if days == 0 => (0, *m, 0),
@@ -144,9 +131,7 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         _ => return Err(bad()),
     };
     if sec != 0 {
-        return Err(format!(
-            "`{s}` has seconds; Slurm stores limits in whole minutes"
-        ));
+        return Err(format!("`{s}` has seconds; Slurm stores limits in whole minutes"));
     }
     days.checked_mul(1440)
         .and_then(|d| h.checked_mul(60).and_then(|h| d.checked_add(h)))
@@ -167,18 +152,12 @@ impl Fairshare {
         if s.eq_ignore_ascii_case("parent") {
             return Ok(Some(Fairshare::Parent));
         }
-        let n: u32 = s
-            .parse()
-            .map_err(|_| format!("`{s}` is not a fairshare (a number or `parent`)"))?;
+        let n: u32 = s.parse().map_err(|_| format!("`{s}` is not a fairshare (a number or `parent`)"))?;
         Ok(Fairshare::normal(n))
     }
     /// `1` is Slurm's default and what `Fairshare=-1` resets to: store it as unset.
     pub fn normal(n: u32) -> Option<Fairshare> {
-        if n == 1 {
-            None
-        } else {
-            Some(Fairshare::Shares(n))
-        }
+        if n == 1 { None } else { Some(Fairshare::Shares(n)) }
     }
     pub fn to_arg(&self) -> String {
         match self {
@@ -202,10 +181,7 @@ pub enum QosList {
     #[default]
     Inherit,
     Set(BTreeSet<Name>),
-    Delta {
-        add: BTreeSet<Name>,
-        remove: BTreeSet<Name>,
-    },
+    Delta { add: BTreeSet<Name>, remove: BTreeSet<Name> },
 }
 
 impl QosList {
