@@ -81,13 +81,13 @@ pub fn parse_tres_value(name: &str, v: &str) -> Result<u64, String> {
     let value = if mult == 0 {
         // KiB to MiB
         let denom = scale * 1024;
-        if whole % denom != 0 {
+        if !whole.is_multiple_of(denom) {
             return Err(format!("`{v}` for TRES `{name}` is not a whole number of MiB"));
         }
         whole / denom
     } else {
         let num = whole * mult as u128;
-        if num % scale != 0 {
+        if !num.is_multiple_of(scale) {
             return Err(format!("`{v}` for TRES `{name}` is not a whole number of MiB"));
         }
         num / scale
