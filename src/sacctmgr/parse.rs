@@ -1,0 +1,977 @@
+//! Pure parsers from the raw `sacctmgr -n -P` outputs of a snapshot into a [`State`], and the
+//! inverse renderer [`write_state`].
+//!
+//! Cells are taken by position (`|`-separated, nothing escaped); free text (Description,
+//! Organization) is always the last column and its tail is re-joined with `|`. Every problem is
+//! collected with its file and line, never just the first one. This module must NOT do I/O,
+//! spawn processes, print, or panic on any input.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use crate::diag::{Diagnostic, Location};
+use crate::model::names::{Name, NameKind};
+use crate::model::values::{self, Fairshare, QosList, Tres};
+use crate::model::{
+    AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Limits, Qos, State, UserKey,
+};
+
+use super::reads;
+
+/// Diagnostic code for anything wrong in a snapshot.
+pub const CODE: &str = "bad-snapshot";
+
+/// Columns of `clusters.txt`.
+pub const CLUSTER_COLUMNS: &[&str] = &["Cluster"];
+/// Columns of `assocs.txt` (the `format=` of the `show assoc wopl withrawqos` read).
+pub const ASSOC_COLUMNS: &[&str] = &[
+    "Cluster",
+    "Account",
+    "User",
+    "Partition",
+    "ParentName",
+    "Share",
+    "GrpJobs",
+    "GrpSubmitJobs",
+    "GrpTRES",
+    "GrpTRESMins",
+    "GrpWall",
+    "MaxJobs",
+    "MaxSubmitJobs",
+    "MaxTRES",
+    "MaxTRESMins",
+    "MaxWall",
+    "QOS",
+    "DefaultQOS",
+];
+/// Columns of `defaults.txt`.
+pub const DEFAULT_COLUMNS: &[&str] = &["Cluster", "User", "Account"];
+/// Columns of `accounts-descr.txt` (free text last).
+pub const DESCR_COLUMNS: &[&str] = &["Account", "Description"];
+/// Columns of `accounts-org.txt` (free text last).
+pub const ORG_COLUMNS: &[&str] = &["Account", "Organization"];
+/// Columns of `qos.txt` (free text last).
+pub const QOS_COLUMNS: &[&str] = &[
+    "Name",
+    "Flags",
+    "GrpTRESMins",
+    "GrpTRES",
+    "GrpSubmitJobs",
+    "MaxWall",
+    "Description",
+];
+
+/// One raw output: its file name (for messages) and text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Source {
+    pub name: PathBuf,
+    pub text: String,
+}
+
+impl Source {
+    pub fn new(name: impl Into<PathBuf>, text: impl Into<String>) -> Source {
+        Source {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// The raw outputs of every read in [`reads::READS`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RawReads {
+    pub clusters: Source,
+    pub assocs: Source,
+    pub defaults: Source,
+    pub accounts_descr: Source,
+    pub accounts_org: Source,
+    pub qos: Source,
+}
+
+impl RawReads {
+    /// Each source with the snapshot file name of its read, in [`reads::READS`] order.
+    pub fn sources(&self) -> [(&'static str, &Source); 6] {
+        [
+            (reads::CLUSTERS, &self.clusters),
+            (reads::ASSOCS, &self.assocs),
+            (reads::DEFAULTS, &self.defaults),
+            (reads::ACCOUNTS_DESCR, &self.accounts_descr),
+            (reads::ACCOUNTS_ORG, &self.accounts_org),
+            (reads::QOS, &self.qos),
+        ]
+    }
+
+    /// (file name, text) pairs, ready for `snapshot::write_dir`.
+    pub fn to_files(&self) -> Vec<(&'static str, String)> {
+        self.sources()
+            .into_iter()
+            .map(|(f, s)| (f, s.text.clone()))
+            .collect()
+    }
+
+    /// The source for a snapshot file name.
+    pub fn source_mut(&mut self, file: &str) -> Option<&mut Source> {
+        Some(match file {
+            reads::CLUSTERS => &mut self.clusters,
+            reads::ASSOCS => &mut self.assocs,
+            reads::DEFAULTS => &mut self.defaults,
+            reads::ACCOUNTS_DESCR => &mut self.accounts_descr,
+            reads::ACCOUNTS_ORG => &mut self.accounts_org,
+            reads::QOS => &mut self.qos,
+            _ => return None,
+        })
+    }
+}
+
+/// One line of `-n -P` output split into cells. `line` counts from 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row<'a> {
+    pub line: usize,
+    pub cells: Vec<&'a str>,
+}
+
+fn at(src: &Source, line: usize) -> Location {
+    Location {
+        file: src.name.clone(),
+        line,
+        column: 0,
+    }
+}
+
+fn error(src: &Source, line: usize, message: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(CODE, message).at(at(src, line))
+}
+
+/// Split `-n -P` output into rows of exactly `columns.len()` cells. A final newline and `\r\n`
+/// line ends are tolerated; an empty line anywhere else is an error. With `free_text_last`, a
+/// row with too many cells keeps the extra `|` in its last cell (free text is not escaped).
+pub fn parse_rows<'a>(
+    src: &'a Source,
+    columns: &[&str],
+    free_text_last: bool,
+) -> (Vec<Row<'a>>, Vec<Diagnostic>) {
+    let mut rows = Vec::new();
+    let mut diags = Vec::new();
+    let n = columns.len().max(1);
+    let text = src.text.strip_suffix('\n').unwrap_or(&src.text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    if text.is_empty() {
+        return (rows, diags);
+    }
+    for (i, line) in text.split('\n').enumerate() {
+        let lineno = i + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() {
+            diags.push(error(src, lineno, "empty line in sacctmgr output"));
+            continue;
+        }
+        let cells: Vec<&str> = if free_text_last {
+            line.splitn(n, '|').collect()
+        } else {
+            line.split('|').collect()
+        };
+        if cells.len() != n {
+            let found = line.split('|').count();
+            diags.push(
+                error(
+                    src,
+                    lineno,
+                    format!("expected {n} fields ({}), found {found}", columns.join("|")),
+                )
+                .hint("the file must hold the `-n -P` output of the read with exactly this format= list"),
+            );
+            continue;
+        }
+        rows.push(Row {
+            line: lineno,
+            cells,
+        });
+    }
+    (rows, diags)
+}
+
+/// A name as sacctmgr prints it: already lower-cased (users may keep case: PreserveCaseUser).
+pub fn snapshot_name(s: &str, kind: NameKind) -> Result<Name, String> {
+    if kind == NameKind::User {
+        return Name::strict(s, kind).map_err(|e| e.to_string());
+    }
+    let p = Name::parse(s, kind, false).map_err(|e| e.to_string())?;
+    if p.lowercased {
+        return Err(format!(
+            "invalid {kind} name `{s}`: sacctmgr prints {kind} names in lower case"
+        ));
+    }
+    Ok(p.name)
+}
+
+fn opt_name(s: &str, kind: NameKind) -> Result<Option<Name>, String> {
+    if s.is_empty() {
+        Ok(None)
+    } else {
+        snapshot_name(s, kind).map(Some)
+    }
+}
+
+/// An integer limit: empty = unset, else a non-negative integer.
+pub fn parse_int(s: &str) -> Result<Option<u64>, String> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    if !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("`{s}` is not a non-negative integer"));
+    }
+    s.parse::<u64>()
+        .map(Some)
+        .map_err(|_| format!("`{s}` is too large"))
+}
+
+fn opt_duration(s: &str) -> Result<Option<u64>, String> {
+    if s.is_empty() {
+        Ok(None)
+    } else {
+        values::parse_duration(s).map(Some)
+    }
+}
+
+fn fairshare(s: &str) -> Result<Option<Fairshare>, String> {
+    if s.is_empty() {
+        Ok(None)
+    } else {
+        Fairshare::parse(s)
+    }
+}
+
+/// A raw QoS list (`withrawqos`): empty = inherit, `a,b` = set, `+a,-b` = deltas.
+pub fn parse_qos_list(s: &str) -> Result<QosList, String> {
+    if s.is_empty() {
+        return Ok(QosList::Inherit);
+    }
+    let mut set = BTreeSet::new();
+    let mut add = BTreeSet::new();
+    let mut remove = BTreeSet::new();
+    for item in s.split(',') {
+        let (target, bare) = if let Some(rest) = item.strip_prefix('+') {
+            (&mut add, rest)
+        } else if let Some(rest) = item.strip_prefix('-') {
+            (&mut remove, rest)
+        } else {
+            (&mut set, item)
+        };
+        target.insert(snapshot_name(bare, NameKind::Qos)?);
+    }
+    match (set.is_empty(), add.is_empty() && remove.is_empty()) {
+        (false, true) => Ok(QosList::Set(set)),
+        (true, false) => Ok(QosList::Delta { add, remove }),
+        _ => Err(format!("`{s}` mixes QoS names with `+`/`-` deltas")),
+    }
+}
+
+/// Flags as sacctmgr prints them (`DenyOnLimit,NoDecay`), lower-cased.
+pub fn parse_flags(s: &str) -> Result<BTreeSet<String>, String> {
+    let mut out = BTreeSet::new();
+    if s.is_empty() {
+        return Ok(out);
+    }
+    for f in s.split(',') {
+        if f.is_empty() || !f.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(format!("`{f}` is not a QoS flag"));
+        }
+        out.insert(f.to_ascii_lowercase());
+    }
+    Ok(out)
+}
+
+/// Parses cells of one row, pushing a located diagnostic for each bad one.
+struct Cells<'r, 'a> {
+    src: &'a Source,
+    row: &'r Row<'a>,
+    /// Position of each keyword in the row; a keyword not in the map reads as empty.
+    columns: &'r [&'r str],
+    diags: &'r mut Vec<Diagnostic>,
+}
+
+impl Cells<'_, '_> {
+    fn raw(&self, field: &str) -> &str {
+        self.columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(field))
+            .and_then(|i| self.row.cells.get(i).copied())
+            .unwrap_or("")
+    }
+
+    fn get<T>(&mut self, field: &str, f: impl FnOnce(&str) -> Result<T, String>) -> Option<T> {
+        match f(self.raw(field)) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.diags.push(error(
+                    self.src,
+                    self.row.line,
+                    format!("field {field}: {e}"),
+                ));
+                None
+            }
+        }
+    }
+
+    fn name(&mut self, field: &str, kind: NameKind) -> Option<Name> {
+        self.get(field, |s| snapshot_name(s, kind))
+    }
+}
+
+/// One parsed row of `assocs.txt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssocRow {
+    pub line: usize,
+    pub cluster: Name,
+    pub account: Name,
+    /// `None` on an account association.
+    pub user: Option<Name>,
+    pub partition: Option<Name>,
+    pub parent: Option<Name>,
+    pub assoc: Assoc,
+}
+
+/// Parse association rows whose columns are the keywords `columns` (in order; any of
+/// [`ASSOC_COLUMNS`], missing ones read as empty). The snapshot uses [`ASSOC_COLUMNS`]; other
+/// orders exist for reading real outputs taken with a different `format=`.
+pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<Diagnostic>) {
+    let (rows, mut diags) = parse_rows(src, columns, false);
+    if let Some(bad) = columns
+        .iter()
+        .find(|c| !ASSOC_COLUMNS.iter().any(|k| k.eq_ignore_ascii_case(c)))
+    {
+        diags.push(error(src, 0, format!("unknown association column `{bad}`")));
+        return (Vec::new(), diags);
+    }
+    let mut out = Vec::new();
+    for row in &rows {
+        let mut c = Cells {
+            src,
+            row,
+            columns,
+            diags: &mut diags,
+        };
+        let cluster = c.name("Cluster", NameKind::Cluster);
+        let account = c.name("Account", NameKind::Account);
+        let user = c.get("User", |s| opt_name(s, NameKind::User));
+        let partition = c.get("Partition", |s| opt_name(s, NameKind::Partition));
+        let parent = c.get("ParentName", |s| opt_name(s, NameKind::Account));
+        let fs = c.get("Share", fairshare);
+        let grp_jobs = c.get("GrpJobs", parse_int);
+        let grp_submit_jobs = c.get("GrpSubmitJobs", parse_int);
+        let grp_tres = c.get("GrpTRES", values::parse_tres);
+        let grp_tres_mins = c.get("GrpTRESMins", values::parse_tres);
+        let grp_wall = c.get("GrpWall", opt_duration);
+        let max_jobs = c.get("MaxJobs", parse_int);
+        let max_submit_jobs = c.get("MaxSubmitJobs", parse_int);
+        let max_tres = c.get("MaxTRES", values::parse_tres);
+        let max_tres_mins = c.get("MaxTRESMins", values::parse_tres);
+        let max_wall = c.get("MaxWall", opt_duration);
+        let qos = c.get("QOS", parse_qos_list);
+        let default_qos = c.get("DefaultQOS", |s| opt_name(s, NameKind::Qos));
+        let (
+            Some(cluster),
+            Some(account),
+            Some(user),
+            Some(partition),
+            Some(parent),
+            Some(fairshare),
+            Some(grp_jobs),
+            Some(grp_submit_jobs),
+            Some(grp_tres),
+            Some(grp_tres_mins),
+            Some(grp_wall),
+            Some(max_jobs),
+            Some(max_submit_jobs),
+            Some(max_tres),
+            Some(max_tres_mins),
+            Some(max_wall),
+            Some(qos),
+            Some(default_qos),
+        ) = (
+            cluster,
+            account,
+            user,
+            partition,
+            parent,
+            fs,
+            grp_jobs,
+            grp_submit_jobs,
+            grp_tres,
+            grp_tres_mins,
+            grp_wall,
+            max_jobs,
+            max_submit_jobs,
+            max_tres,
+            max_tres_mins,
+            max_wall,
+            qos,
+            default_qos,
+        )
+        else {
+            continue;
+        };
+        let limits = Limits {
+            fairshare,
+            grp_jobs,
+            grp_submit_jobs,
+            grp_tres,
+            grp_tres_mins,
+            grp_wall,
+            max_jobs,
+            max_submit_jobs,
+            max_tres,
+            max_tres_mins,
+            max_wall,
+        };
+        out.push(AssocRow {
+            line: row.line,
+            cluster,
+            account,
+            user,
+            partition,
+            parent,
+            assoc: Assoc {
+                limits,
+                qos,
+                default_qos,
+            },
+        });
+    }
+    (out, diags)
+}
+
+/// Parse `clusters.txt`: one cluster name per line, no duplicates.
+pub fn parse_clusters(src: &Source) -> (BTreeSet<Name>, Vec<Diagnostic>) {
+    let (rows, mut diags) = parse_rows(src, CLUSTER_COLUMNS, false);
+    let mut out = BTreeSet::new();
+    for row in &rows {
+        let mut c = Cells {
+            src,
+            row,
+            columns: CLUSTER_COLUMNS,
+            diags: &mut diags,
+        };
+        if let Some(name) = c.name("Cluster", NameKind::Cluster)
+            && !out.insert(name.clone())
+        {
+            diags.push(error(
+                src,
+                row.line,
+                format!("field Cluster: cluster `{name}` is listed twice"),
+            ));
+        }
+    }
+    (out, diags)
+}
+
+/// Assemble parsed association rows into one [`ClusterState`] per cluster of `clusters`
+/// (clusters without rows get an empty state). Errors are located in `src`.
+pub fn build_clusters(
+    src: &Source,
+    clusters: &BTreeSet<Name>,
+    rows: Vec<AssocRow>,
+) -> (BTreeMap<Name, ClusterState>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    struct Pending {
+        accounts: Vec<(Name, Option<Name>, Assoc)>,
+        lines: HashMap<Name, usize>,
+        users: BTreeMap<UserKey, Assoc>,
+        user_rows: Vec<(usize, Name)>,
+    }
+    let mut per: BTreeMap<Name, Pending> = BTreeMap::new();
+    let mut unknown: BTreeSet<Name> = BTreeSet::new();
+    for row in rows {
+        if !clusters.contains(&row.cluster) {
+            if unknown.insert(row.cluster.clone()) {
+                diags.push(
+                    error(
+                        src,
+                        row.line,
+                        format!(
+                            "field Cluster: cluster `{}` is not in clusters.txt",
+                            row.cluster
+                        ),
+                    )
+                    .hint("the snapshot's reads were not taken together; take a new snapshot"),
+                );
+            }
+            continue;
+        }
+        let p = per.entry(row.cluster.clone()).or_insert_with(|| Pending {
+            accounts: Vec::new(),
+            lines: HashMap::new(),
+            users: BTreeMap::new(),
+            user_rows: Vec::new(),
+        });
+        match row.user {
+            None => {
+                if let Some(part) = &row.partition {
+                    diags.push(error(
+                        src,
+                        row.line,
+                        format!("field Partition: account association `{}` has partition `{part}` (only user associations have one)", row.account),
+                    ));
+                    continue;
+                }
+                let parent = if row.account.as_str() == "root" {
+                    if let Some(parent) = &row.parent {
+                        diags.push(error(
+                            src,
+                            row.line,
+                            format!("field ParentName: account `root` has parent `{parent}`"),
+                        ));
+                    }
+                    None
+                } else {
+                    if row.parent.is_none() {
+                        diags.push(error(
+                            src,
+                            row.line,
+                            format!(
+                                "field ParentName: account `{}` has no parent (only `root` may)",
+                                row.account
+                            ),
+                        ));
+                        continue;
+                    }
+                    row.parent
+                };
+                if p.lines.contains_key(&row.account) {
+                    diags.push(error(
+                        src,
+                        row.line,
+                        format!(
+                            "field Account: account `{}` is listed twice on cluster `{}`",
+                            row.account, row.cluster
+                        ),
+                    ));
+                    continue;
+                }
+                p.lines.insert(row.account.clone(), row.line);
+                p.accounts.push((row.account, parent, row.assoc));
+            }
+            Some(user) => {
+                if let Some(parent) = &row.parent {
+                    diags.push(error(
+                        src,
+                        row.line,
+                        format!("field ParentName: user association of `{user}` has parent `{parent}` (only account rows have one)"),
+                    ));
+                    continue;
+                }
+                let key = UserKey {
+                    account: row.account,
+                    user,
+                    partition: row.partition,
+                };
+                if p.users.contains_key(&key) {
+                    diags.push(error(
+                        src,
+                        row.line,
+                        format!(
+                            "field User: user association ({}, {}, {:?}) is listed twice",
+                            key.user,
+                            key.account,
+                            key.partition.as_ref().map(Name::as_str)
+                        ),
+                    ));
+                    continue;
+                }
+                p.user_rows.push((row.line, key.account.clone()));
+                p.users.insert(key, row.assoc);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for cluster in clusters {
+        let Some(p) = per.remove(cluster) else {
+            out.insert(cluster.clone(), ClusterState::default());
+            continue;
+        };
+        for (line, account) in &p.user_rows {
+            if !p.lines.contains_key(account) {
+                diags.push(error(
+                    src,
+                    *line,
+                    format!("field Account: user association under account `{account}`, which has no account row on cluster `{cluster}`"),
+                ));
+            }
+        }
+        let line_of = |n: &Name| p.lines.get(n).copied().unwrap_or(0);
+        let accounts = match AccountGraph::build(p.accounts.clone()) {
+            Ok(g) => g,
+            Err(errs) => {
+                for e in errs {
+                    let line = match &e {
+                        GraphError::Duplicate(n) | GraphError::NoParent(n) => line_of(n),
+                        GraphError::MissingParent { child, .. } => line_of(child),
+                        GraphError::Cycle(names) => names.iter().map(line_of).min().unwrap_or(0),
+                    };
+                    diags.push(error(
+                        src,
+                        line,
+                        format!("field ParentName: on cluster `{cluster}`: {e}"),
+                    ));
+                }
+                AccountGraph::default()
+            }
+        };
+        out.insert(
+            cluster.clone(),
+            ClusterState {
+                accounts,
+                users: p.users,
+                defaults: BTreeMap::new(),
+            },
+        );
+    }
+    (out, diags)
+}
+
+/// Parse `defaults.txt` (Cluster|User|Account) into `clusters[c].defaults`.
+pub fn parse_defaults(
+    src: &Source,
+    clusters: &mut BTreeMap<Name, ClusterState>,
+) -> Vec<Diagnostic> {
+    let (rows, mut diags) = parse_rows(src, DEFAULT_COLUMNS, false);
+    for row in &rows {
+        let mut c = Cells {
+            src,
+            row,
+            columns: DEFAULT_COLUMNS,
+            diags: &mut diags,
+        };
+        let (Some(cluster), Some(user), Some(account)) = (
+            c.name("Cluster", NameKind::Cluster),
+            c.name("User", NameKind::User),
+            c.name("Account", NameKind::Account),
+        ) else {
+            continue;
+        };
+        let Some(cs) = clusters.get_mut(&cluster) else {
+            diags.push(error(
+                src,
+                row.line,
+                format!("field Cluster: cluster `{cluster}` is not in clusters.txt"),
+            ));
+            continue;
+        };
+        if let Some(prev) = cs.defaults.get(&user) {
+            diags.push(error(
+                src,
+                row.line,
+                format!("field User: user `{user}` has two default accounts on cluster `{cluster}` (`{prev}` and `{account}`)"),
+            ));
+            continue;
+        }
+        cs.defaults.insert(user, account);
+    }
+    diags
+}
+
+/// Parse an `Account|<free text>` file into account -> text.
+pub fn parse_account_text(
+    src: &Source,
+    columns: &[&str],
+) -> (BTreeMap<Name, (usize, String)>, Vec<Diagnostic>) {
+    let (rows, mut diags) = parse_rows(src, columns, true);
+    let mut out = BTreeMap::new();
+    for row in &rows {
+        let mut c = Cells {
+            src,
+            row,
+            columns,
+            diags: &mut diags,
+        };
+        let Some(account) = c.name("Account", NameKind::Account) else {
+            continue;
+        };
+        let text = row.cells.last().copied().unwrap_or("").to_string();
+        if out.contains_key(&account) {
+            diags.push(error(
+                src,
+                row.line,
+                format!("field Account: account `{account}` is listed twice"),
+            ));
+            continue;
+        }
+        out.insert(account, (row.line, text));
+    }
+    (out, diags)
+}
+
+/// Merge `accounts-descr.txt` and `accounts-org.txt` into account records.
+pub fn parse_accounts(
+    descr: &Source,
+    org: &Source,
+) -> (BTreeMap<Name, AccountRecord>, Vec<Diagnostic>) {
+    let (d, mut diags) = parse_account_text(descr, DESCR_COLUMNS);
+    let (o, d2) = parse_account_text(org, ORG_COLUMNS);
+    diags.extend(d2);
+    let mut out = BTreeMap::new();
+    for (name, (line, text)) in &d {
+        match o.get(name) {
+            Some((_, org_text)) => {
+                out.insert(
+                    name.clone(),
+                    AccountRecord {
+                        description: Some(text.clone()),
+                        organization: Some(org_text.clone()),
+                    },
+                );
+            }
+            None => diags.push(error(
+                descr,
+                *line,
+                format!(
+                    "field Account: account `{name}` is not in {}",
+                    org.name.display()
+                ),
+            )),
+        }
+    }
+    for (name, (line, _)) in &o {
+        if !d.contains_key(name) {
+            diags.push(error(
+                org,
+                *line,
+                format!(
+                    "field Account: account `{name}` is not in {}",
+                    descr.name.display()
+                ),
+            ));
+        }
+    }
+    (out, diags)
+}
+
+/// Parse `qos.txt` (Name|Flags|GrpTRESMins|GrpTRES|GrpSubmitJobs|MaxWall|Description).
+pub fn parse_qos(src: &Source) -> (BTreeMap<Name, Qos>, Vec<Diagnostic>) {
+    let (rows, mut diags) = parse_rows(src, QOS_COLUMNS, true);
+    let mut out = BTreeMap::new();
+    for row in &rows {
+        let mut c = Cells {
+            src,
+            row,
+            columns: QOS_COLUMNS,
+            diags: &mut diags,
+        };
+        let name = c.name("Name", NameKind::Qos);
+        let flags = c.get("Flags", parse_flags);
+        let grp_tres_mins = c.get("GrpTRESMins", values::parse_tres);
+        let grp_tres = c.get("GrpTRES", values::parse_tres);
+        let grp_submit_jobs = c.get("GrpSubmitJobs", parse_int);
+        let max_wall = c.get("MaxWall", opt_duration);
+        let description = c.raw("Description").to_string();
+        let (
+            Some(name),
+            Some(flags),
+            Some(grp_tres_mins),
+            Some(grp_tres),
+            Some(grp_submit_jobs),
+            Some(max_wall),
+        ) = (
+            name,
+            flags,
+            grp_tres_mins,
+            grp_tres,
+            grp_submit_jobs,
+            max_wall,
+        )
+        else {
+            continue;
+        };
+        if out.contains_key(&name) {
+            diags.push(error(
+                src,
+                row.line,
+                format!("field Name: QoS `{name}` is listed twice"),
+            ));
+            continue;
+        }
+        out.insert(
+            name,
+            Qos {
+                flags,
+                grp_tres_mins,
+                grp_tres,
+                grp_submit_jobs,
+                max_wall,
+                description: Some(description),
+            },
+        );
+    }
+    (out, diags)
+}
+
+/// Parse all reads of a snapshot into a [`State`], or every problem found.
+pub fn parse_state(raw: &RawReads) -> Result<State, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let (clusters, d) = parse_clusters(&raw.clusters);
+    diags.extend(d);
+    let (rows, d) = parse_assoc_rows(&raw.assocs, ASSOC_COLUMNS);
+    diags.extend(d);
+    let (mut cluster_states, d) = build_clusters(&raw.assocs, &clusters, rows);
+    diags.extend(d);
+    diags.extend(parse_defaults(&raw.defaults, &mut cluster_states));
+    let (accounts, d) = parse_accounts(&raw.accounts_descr, &raw.accounts_org);
+    diags.extend(d);
+    let (qos, d) = parse_qos(&raw.qos);
+    diags.extend(d);
+    if diags.is_empty() {
+        Ok(State {
+            clusters: cluster_states,
+            accounts,
+            qos,
+        })
+    } else {
+        crate::diag::sort(&mut diags);
+        Err(diags)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering: the inverse of the parsers, in sacctmgr's print forms.
+
+/// A duration in minutes as sacctmgr prints it: `HH:MM:SS`, or `D-HH:MM:SS` from one day.
+pub fn format_duration(minutes: u64) -> String {
+    let (d, h, m) = (minutes / 1440, (minutes % 1440) / 60, minutes % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:00")
+    } else {
+        format!("{h:02}:{m:02}:00")
+    }
+}
+
+/// A TRES map as sacctmgr prints it: sorted, integers, mem with an `M` suffix (`mem=1536M`).
+pub fn format_tres(t: &Tres) -> String {
+    let items: Vec<String> = t
+        .iter()
+        .map(|(k, v)| {
+            if k == "mem" {
+                format!("{k}={v}M")
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect();
+    items.join(",")
+}
+
+/// A raw QoS list: `` (inherit), `a,b` (set), `+a,-b` (deltas). An empty set or empty delta
+/// prints as `` and therefore reads back as inherit.
+pub fn format_qos_list(q: &QosList) -> String {
+    match q {
+        QosList::Inherit => String::new(),
+        QosList::Set(s) => values::join(s),
+        QosList::Delta { .. } => q.display(),
+    }
+}
+
+fn opt_to_string<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map(ToString::to_string).unwrap_or_default()
+}
+
+fn assoc_cells(a: &Assoc) -> Vec<String> {
+    let l = &a.limits;
+    vec![
+        l.fairshare
+            .map(|f| f.to_arg())
+            .unwrap_or_else(|| "1".into()),
+        opt_to_string(&l.grp_jobs),
+        opt_to_string(&l.grp_submit_jobs),
+        format_tres(&l.grp_tres),
+        format_tres(&l.grp_tres_mins),
+        l.grp_wall.map(format_duration).unwrap_or_default(),
+        opt_to_string(&l.max_jobs),
+        opt_to_string(&l.max_submit_jobs),
+        format_tres(&l.max_tres),
+        format_tres(&l.max_tres_mins),
+        l.max_wall.map(format_duration).unwrap_or_default(),
+        format_qos_list(&a.qos),
+        opt_to_string(&a.default_qos),
+    ]
+}
+
+fn lines(rows: Vec<String>) -> String {
+    let mut s = String::new();
+    for r in rows {
+        s.push_str(&r);
+        s.push('\n');
+    }
+    s
+}
+
+/// Render `state` as the raw `-n -P` outputs of [`reads::READS`], rows sorted. Parsing the
+/// result gives `state` back, except for what sacctmgr cannot print: `None` descriptions and
+/// organizations print as empty text, and an empty QoS set or delta prints as inherit.
+pub fn write_state(state: &State) -> RawReads {
+    let clusters = lines(state.clusters.keys().map(|c| c.to_string()).collect());
+    let mut assocs = Vec::new();
+    let mut defaults = Vec::new();
+    for (cname, cs) in &state.clusters {
+        for (name, parent, assoc) in cs.accounts.iter_sorted() {
+            let mut cells = vec![
+                cname.to_string(),
+                name.to_string(),
+                String::new(),
+                String::new(),
+                opt_to_string(&parent),
+            ];
+            cells.extend(assoc_cells(assoc));
+            assocs.push(cells.join("|"));
+        }
+        for (key, assoc) in &cs.users {
+            let mut cells = vec![
+                cname.to_string(),
+                key.account.to_string(),
+                key.user.to_string(),
+                opt_to_string(&key.partition),
+                String::new(),
+            ];
+            cells.extend(assoc_cells(assoc));
+            assocs.push(cells.join("|"));
+        }
+        for (user, account) in &cs.defaults {
+            defaults.push(format!("{cname}|{user}|{account}"));
+        }
+    }
+    let descr = state
+        .accounts
+        .iter()
+        .map(|(n, r)| format!("{n}|{}", r.description.as_deref().unwrap_or("")))
+        .collect();
+    let org = state
+        .accounts
+        .iter()
+        .map(|(n, r)| format!("{n}|{}", r.organization.as_deref().unwrap_or("")))
+        .collect();
+    let qos = state
+        .qos
+        .iter()
+        .map(|(n, q)| {
+            let flags: Vec<&str> = q.flags.iter().map(String::as_str).collect();
+            format!(
+                "{n}|{}|{}|{}|{}|{}|{}",
+                flags.join(","),
+                format_tres(&q.grp_tres_mins),
+                format_tres(&q.grp_tres),
+                opt_to_string(&q.grp_submit_jobs),
+                q.max_wall.map(format_duration).unwrap_or_default(),
+                q.description.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    RawReads {
+        clusters: Source::new(reads::CLUSTERS, clusters),
+        assocs: Source::new(reads::ASSOCS, lines(assocs)),
+        defaults: Source::new(reads::DEFAULTS, lines(defaults)),
+        accounts_descr: Source::new(reads::ACCOUNTS_DESCR, lines(descr)),
+        accounts_org: Source::new(reads::ACCOUNTS_ORG, lines(org)),
+        qos: Source::new(reads::QOS, lines(qos)),
+    }
+}
+
+#[cfg(test)]
+mod tests;
