@@ -94,10 +94,7 @@ impl fmt::Display for Diagnostic {
 /// Sort diagnostics for stable output: by file, line, column, then message.
 pub fn sort(diags: &mut [Diagnostic]) {
     diags.sort_by(|a, b| {
-        a.location
-            .cmp(&b.location)
-            .then_with(|| a.severity.cmp(&b.severity))
-            .then_with(|| a.message.cmp(&b.message))
+        a.location.cmp(&b.location).then_with(|| a.severity.cmp(&b.severity)).then_with(|| a.message.cmp(&b.message))
     });
 }
 

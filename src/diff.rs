@@ -62,7 +62,10 @@ impl Change {
 
     pub fn cluster(&self) -> Option<&Name> {
         match self {
-            Change::QosCreate { .. } | Change::QosUpdate { .. } | Change::QosDelete { .. } | Change::AccountRecordUpdate { .. } => None,
+            Change::QosCreate { .. }
+            | Change::QosUpdate { .. }
+            | Change::QosDelete { .. }
+            | Change::AccountRecordUpdate { .. } => None,
             Change::AccountCreate { cluster, .. }
             | Change::AccountReparent { cluster, .. }
             | Change::AccountUpdate { cluster, .. }
@@ -77,7 +80,9 @@ impl Change {
     /// (kind, name) of the object, e.g. ("account", "proj1"), ("user", "alice@proj1").
     pub fn object(&self) -> (&'static str, String) {
         match self {
-            Change::QosCreate { name, .. } | Change::QosUpdate { name, .. } | Change::QosDelete { name, .. } => ("qos", name.to_string()),
+            Change::QosCreate { name, .. } | Change::QosUpdate { name, .. } | Change::QosDelete { name, .. } => {
+                ("qos", name.to_string())
+            }
             Change::AccountCreate { name, .. }
             | Change::AccountReparent { name, .. }
             | Change::AccountUpdate { name, .. }
@@ -116,7 +121,9 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
     for (name, q) in &desired.qos {
         match current.qos.get(name) {
             None => out.push(Change::QosCreate { name: name.clone(), qos: q.clone() }),
-            Some(cur) if cur != q => out.push(Change::QosUpdate { name: name.clone(), from: cur.clone(), to: q.clone() }),
+            Some(cur) if cur != q => {
+                out.push(Change::QosUpdate { name: name.clone(), from: cur.clone(), to: q.clone() })
+            }
             _ => {}
         }
     }
@@ -156,10 +163,20 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
                     if let (Some(from), Some(to)) = (cparent, dparent)
                         && from != to
                     {
-                        out.push(Change::AccountReparent { cluster: cname.clone(), name: name.clone(), from: from.clone(), to: to.clone() });
+                        out.push(Change::AccountReparent {
+                            cluster: cname.clone(),
+                            name: name.clone(),
+                            from: from.clone(),
+                            to: to.clone(),
+                        });
                     }
                     if cn.assoc != dn.assoc {
-                        out.push(Change::AccountUpdate { cluster: cname.clone(), name: name.clone(), from: cn.assoc.clone(), to: dn.assoc.clone() });
+                        out.push(Change::AccountUpdate {
+                            cluster: cname.clone(),
+                            name: name.clone(),
+                            from: cn.assoc.clone(),
+                            to: dn.assoc.clone(),
+                        });
                     }
                 }
             }
@@ -182,7 +199,12 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
                 (None, None) => break,
                 (Some((ck, ca)), Some((dk, da))) if ck == dk => {
                     if ca != da {
-                        out.push(Change::UserUpdate { cluster: cname.clone(), key: (*ck).clone(), from: (*ca).clone(), to: (*da).clone() });
+                        out.push(Change::UserUpdate {
+                            cluster: cname.clone(),
+                            key: (*ck).clone(),
+                            from: (*ca).clone(),
+                            to: (*da).clone(),
+                        });
                     }
                     ci.next();
                     di.next();
@@ -204,7 +226,12 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
         for (user, to) in &d.defaults {
             let from = c.defaults.get(user);
             if from != Some(to) {
-                out.push(Change::DefaultAccount { cluster: cname.clone(), user: user.clone(), from: from.cloned(), to: to.clone() });
+                out.push(Change::DefaultAccount {
+                    cluster: cname.clone(),
+                    user: user.clone(),
+                    from: from.cloned(),
+                    to: to.clone(),
+                });
             }
         }
     }

@@ -19,19 +19,10 @@ use crate::model::{AccountRecord, Assoc, Limits, Qos, UserKey};
 
 type SNode = Spanned<Node>;
 
-const TOP_KEYS: &[&str] = &[
-    "version", "settings", "managed", "protect", "qos", "clusters",
-];
+const TOP_KEYS: &[&str] = &["version", "settings", "managed", "protect", "qos", "clusters"];
 const SETTINGS_KEYS: &[&str] = &["preserve_user_case"];
 const MANAGED_KEYS: &[&str] = &["roots", "prefixes", "qos_prefixes"];
-const QOS_KEYS: &[&str] = &[
-    "description",
-    "flags",
-    "grp_tres_mins",
-    "grp_tres",
-    "grp_submit_jobs",
-    "max_wall",
-];
+const QOS_KEYS: &[&str] = &["description", "flags", "grp_tres_mins", "grp_tres", "grp_submit_jobs", "max_wall"];
 const CLUSTER_KEYS: &[&str] = &["accounts", "users"];
 const CLUSTER_USER_KEYS: &[&str] = &["default_account"];
 /// Keys every association (account or user) may carry.
@@ -55,20 +46,12 @@ const USER_ASSOC_ONLY_KEYS: &[&str] = &["name", "partition"];
 
 /// Parse `text` and build a [`Desired`]; see `super::load_str`.
 pub(super) fn load(path: &Path, text: &str) -> Result<Desired, Vec<Diagnostic>> {
-    let mut l = Loader {
-        file: path,
-        diags: Vec::new(),
-        preserve_user_case: false,
-        qos_refs: BTreeMap::new(),
-    };
+    let mut l = Loader { file: path, diags: Vec::new(), preserve_user_case: false, qos_refs: BTreeMap::new() };
     let root = match tree::parse(text) {
         Ok(root) => root,
         Err(e) => {
-            let message: String = UserMessageFormatter
-                .format_message(&e)
-                .chars()
-                .map(|c| if c.is_control() { ' ' } else { c })
-                .collect();
+            let message: String =
+                UserMessageFormatter.format_message(&e).chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
             let location = e.location().map(|loc| l.location(loc));
             return Err(vec![
                 Diagnostic::error("yaml-syntax", message)
@@ -131,28 +114,14 @@ impl<'a> Loader<'a> {
         self.location(node.referenced)
     }
     fn file_location(&self) -> Location {
-        Location {
-            file: self.file.to_path_buf(),
-            line: 0,
-            column: 0,
-        }
+        Location { file: self.file.to_path_buf(), line: 0, column: 0 }
     }
-    fn error(
-        &mut self,
-        code: &'static str,
-        node: &SNode,
-        message: String,
-        hint: impl Into<String>,
-    ) {
-        let d = Diagnostic::error(code, message)
-            .at(self.at(node))
-            .hint(hint);
+    fn error(&mut self, code: &'static str, node: &SNode, message: String, hint: impl Into<String>) {
+        let d = Diagnostic::error(code, message).at(self.at(node)).hint(hint);
         self.diags.push(d);
     }
     fn warn(&mut self, code: &'static str, node: &SNode, message: String, hint: impl Into<String>) {
-        let d = Diagnostic::warning(code, message)
-            .at(self.at(node))
-            .hint(hint);
+        let d = Diagnostic::warning(code, message).at(self.at(node)).hint(hint);
         self.diags.push(d);
     }
     fn wrong_type(&mut self, node: &SNode, what: &str, expected: &str) {
@@ -167,12 +136,7 @@ impl<'a> Loader<'a> {
             Node::Null => format!("give a value, or remove `{what}`"),
             _ => format!("write {expected} here"),
         };
-        self.error(
-            "wrong-type",
-            node,
-            format!("`{what}` must be {expected}, found {found}"),
-            hint,
-        );
+        self.error("wrong-type", node, format!("`{what}` must be {expected}, found {found}"), hint);
     }
 
     // ---- structure ---------------------------------------------------------------------
@@ -190,18 +154,11 @@ impl<'a> Loader<'a> {
         let mut out = Vec::new();
         for (k, v) in items {
             match k.value.scalar_text() {
-                Some(text) => out.push(Entry {
-                    key: k,
-                    text,
-                    value: v,
-                }),
+                Some(text) => out.push(Entry { key: k, text, value: v }),
                 None => self.error(
                     "wrong-type",
                     k,
-                    format!(
-                        "a key in `{what}` is {}; keys must be plain names",
-                        k.value.kind()
-                    ),
+                    format!("a key in `{what}` is {}; keys must be plain names", k.value.kind()),
                     "write the key as a plain word",
                 ),
             }
@@ -218,12 +175,7 @@ impl<'a> Loader<'a> {
                     Some(s) => format!("did you mean `{s}`?"),
                     None => format!("allowed keys here: {}", allowed.join(", ")),
                 };
-                self.error(
-                    "unknown-key",
-                    e.key,
-                    format!("unknown key `{}` in `{what}`", e.text),
-                    hint,
-                );
+                self.error("unknown-key", e.key, format!("unknown key `{}` in `{what}`", e.text), hint);
                 continue;
             };
             if let Some(first) = map.get(known) {
@@ -270,7 +222,10 @@ impl<'a> Loader<'a> {
                     self.warn(
                         "lowercased-name",
                         node,
-                        format!("{kind} name `{text}` has upper case; sacctmgr lower-cases it too, so it is `{}`", parsed.name),
+                        format!(
+                            "{kind} name `{text}` has upper case; sacctmgr lower-cases it too, so it is `{}`",
+                            parsed.name
+                        ),
                         hint,
                     );
                 }
@@ -284,12 +239,7 @@ impl<'a> Loader<'a> {
     }
 
     /// A list of names; `[]` is returned as an empty Vec (callers decide whether that is ok).
-    fn name_list<'n>(
-        &mut self,
-        node: &'n SNode,
-        kind: NameKind,
-        what: &str,
-    ) -> Option<Vec<(Name, &'n SNode)>> {
+    fn name_list<'n>(&mut self, node: &'n SNode, kind: NameKind, what: &str) -> Option<Vec<(Name, &'n SNode)>> {
         let Node::Seq(items) = &node.value else {
             self.wrong_type(node, what, &format!("a list of {kind} names"));
             return None;
@@ -362,12 +312,7 @@ impl<'a> Loader<'a> {
             Node::Int(n) => match u64::try_from(n) {
                 Ok(v) => Some(v),
                 Err(_) => {
-                    self.error(
-                        "bad-value",
-                        node,
-                        format!("`{what}` is too large"),
-                        "use a smaller number",
-                    );
+                    self.error("bad-value", node, format!("`{what}` is too large"), "use a smaller number");
                     None
                 }
             },
@@ -394,11 +339,7 @@ impl<'a> Loader<'a> {
                 }
             },
             _ => {
-                self.wrong_type(
-                    node,
-                    what,
-                    "minutes (an integer) or a duration like \"D-HH:MM:SS\"",
-                );
+                self.wrong_type(node, what, "minutes (an integer) or a duration like \"D-HH:MM:SS\"");
                 None
             }
         }
@@ -413,12 +354,7 @@ impl<'a> Loader<'a> {
             Node::Int(n) => match u32::try_from(*n) {
                 Ok(v) => Fairshare::normal(v),
                 Err(_) => {
-                    self.error(
-                        "bad-value",
-                        node,
-                        "`fairshare` is too large".into(),
-                        "use a number below 4294967296",
-                    );
+                    self.error("bad-value", node, "`fairshare` is too large".into(), "use a number below 4294967296");
                     None
                 }
             },
@@ -452,21 +388,11 @@ impl<'a> Loader<'a> {
                 } else {
                     "TRES names look like `cpu`, `mem`, `node`, `billing`, `gres/gpu`".to_string()
                 };
-                self.error(
-                    "bad-tres",
-                    e.key,
-                    format!("`{}` in `{what}` is not a TRES name", e.text),
-                    hint,
-                );
+                self.error("bad-tres", e.key, format!("`{}` in `{what}` is not a TRES name", e.text), hint);
                 continue;
             }
             if seen.contains_key(&e.text) {
-                self.error(
-                    "duplicate-key",
-                    e.key,
-                    format!("TRES `{}` appears twice in `{what}`", e.text),
-                    "keep one",
-                );
+                self.error("duplicate-key", e.key, format!("TRES `{}` appears twice in `{what}`", e.text), "keep one");
                 continue;
             }
             seen.insert(e.text.clone(), e.key);
@@ -503,11 +429,7 @@ impl<'a> Loader<'a> {
 
     fn text_list(&mut self, node: &SNode, kind: NameKind, what: &str) -> Vec<String> {
         // Prefixes: validated like names (they end up inside account names), order kept.
-        self.name_list(node, kind, what)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(n, _)| n.as_str().to_string())
-            .collect()
+        self.name_list(node, kind, what).unwrap_or_default().into_iter().map(|(n, _)| n.as_str().to_string()).collect()
     }
 
     // ---- sections ----------------------------------------------------------------------
@@ -528,34 +450,19 @@ impl<'a> Loader<'a> {
         if !matches!(root.value, Node::Map(_)) {
             let found = root.value.kind();
             self.diags.push(
-                Diagnostic::error(
-                    "wrong-type",
-                    format!("the desired-state file must be a mapping, found {found}"),
-                )
-                .at(if matches!(root.value, Node::Null) {
-                    self.file_location()
-                } else {
-                    self.at(root)
-                })
-                .hint("start the file with `version: 1`; see docs/desired-format.md"),
+                Diagnostic::error("wrong-type", format!("the desired-state file must be a mapping, found {found}"))
+                    .at(if matches!(root.value, Node::Null) { self.file_location() } else { self.at(root) })
+                    .hint("start the file with `version: 1`; see docs/desired-format.md"),
             );
             return desired;
         }
         let top = self.fields(root, "(top level)", TOP_KEYS);
 
         match top.get("version") {
-            None => self.error(
-                "missing-key",
-                root,
-                "the file has no `version`".into(),
-                "add `version: 1` at the top",
-            ),
+            None => self.error("missing-key", root, "the file has no `version`".into(), "add `version: 1` at the top"),
             Some(v) if v.value == Node::Int(1) => {}
             Some(v) => {
-                let shown = v
-                    .value
-                    .scalar_text()
-                    .unwrap_or_else(|| v.value.kind().to_string());
+                let shown = v.value.scalar_text().unwrap_or_else(|| v.value.kind().to_string());
                 self.error(
                     "bad-version",
                     v,
@@ -567,10 +474,7 @@ impl<'a> Loader<'a> {
 
         if let Some(s) = top.get("settings") {
             let f = self.fields(s, "settings", SETTINGS_KEYS);
-            if let Some(b) = f
-                .get("preserve_user_case")
-                .and_then(|n| self.bool(n, "settings.preserve_user_case"))
-            {
+            if let Some(b) = f.get("preserve_user_case").and_then(|n| self.bool(n, "settings.preserve_user_case")) {
                 self.preserve_user_case = b;
             }
         }
@@ -587,10 +491,7 @@ impl<'a> Loader<'a> {
         }
 
         if let Some(p) = top.get("protect") {
-            for (n, _) in self
-                .name_list(p, NameKind::Account, "protect")
-                .unwrap_or_default()
-            {
+            for (n, _) in self.name_list(p, NameKind::Account, "protect").unwrap_or_default() {
                 desired.protect.insert(n);
             }
         }
@@ -616,9 +517,7 @@ impl<'a> Loader<'a> {
                     continue;
                 }
                 cluster_keys.insert(cname.clone(), e.key);
-                desired
-                    .locations
-                    .insert(format!("cluster/{cname}"), self.at(e.key));
+                desired.locations.insert(format!("cluster/{cname}"), self.at(e.key));
                 let cluster = self.cluster(&cname, e.value, &mut records, &mut desired.locations);
                 desired.clusters.insert(cname, cluster);
             }
@@ -633,11 +532,7 @@ impl<'a> Loader<'a> {
             if desired.qos.contains_key(&q) {
                 continue;
             }
-            let more = if locs.len() > 1 {
-                format!(" (referenced {} times)", locs.len())
-            } else {
-                String::new()
-            };
+            let more = if locs.len() > 1 { format!(" (referenced {} times)", locs.len()) } else { String::new() };
             self.diags.push(
                 Diagnostic::warning("undeclared-qos", format!("QoS `{q}` is not declared under `qos:`{more}"))
                     .at(locs[0].clone())
@@ -667,8 +562,7 @@ impl<'a> Loader<'a> {
         // Entries that were given but invalid are reported already; do not add "empty" to that.
         let given = ["roots", "prefixes"].iter().any(|k| {
             f.get(k).is_some_and(|n| {
-                !matches!(&n.value, Node::Null | Node::Seq(_))
-                    || matches!(&n.value, Node::Seq(v) if !v.is_empty())
+                !matches!(&n.value, Node::Null | Node::Seq(_)) || matches!(&n.value, Node::Seq(v) if !v.is_empty())
             })
         });
         if scope.roots.is_empty() && scope.prefixes.is_empty() && !given {
@@ -719,9 +613,7 @@ impl<'a> Loader<'a> {
             if let Some(n) = f.get("max_wall") {
                 q.max_wall = self.duration(n, &format!("{what}.max_wall"));
             }
-            desired
-                .locations
-                .insert(format!("qos/{name}"), self.at(e.key));
+            desired.locations.insert(format!("qos/{name}"), self.at(e.key));
             desired.qos.insert(name, q);
         }
     }
@@ -779,11 +671,7 @@ impl<'a> Loader<'a> {
                     continue;
                 }
                 let awhat = format!("{what}.accounts.{aname}");
-                let allowed: Vec<&'static str> = ACCOUNT_ONLY_KEYS
-                    .iter()
-                    .chain(ASSOC_KEYS)
-                    .copied()
-                    .collect();
+                let allowed: Vec<&'static str> = ACCOUNT_ONLY_KEYS.iter().chain(ASSOC_KEYS).copied().collect();
                 let af = self.fields(e.value, &awhat, &allowed);
                 let parent_node = af.get("parent");
                 let mut parent = names::root();
@@ -795,44 +683,25 @@ impl<'a> Loader<'a> {
                             "account `root` cannot have a parent".into(),
                             "remove `parent` from `root`; it is the top of every cluster's tree",
                         );
-                    } else if let Some(pn) =
-                        self.name(p, NameKind::Account, &format!("{awhat}.parent"))
-                    {
+                    } else if let Some(pn) = self.name(p, NameKind::Account, &format!("{awhat}.parent")) {
                         parent = pn;
                     }
                 }
-                declared.insert(
-                    aname.clone(),
-                    (e.key, parent_node.filter(|_| aname.as_str() != "root")),
-                );
+                declared.insert(aname.clone(), (e.key, parent_node.filter(|_| aname.as_str() != "root")));
                 locations.insert(format!("cluster/{cname}/account/{aname}"), self.at(e.key));
 
                 // The global account record.
-                let description = af.get("description").and_then(|n| {
-                    self.text(n, &format!("{awhat}.description"))
-                        .map(|t| (t, n))
-                });
-                let organization = af.get("organization").and_then(|n| {
-                    self.text(n, &format!("{awhat}.organization"))
-                        .map(|t| (t, n))
-                });
+                let description =
+                    af.get("description").and_then(|n| self.text(n, &format!("{awhat}.description")).map(|t| (t, n)));
+                let organization =
+                    af.get("organization").and_then(|n| self.text(n, &format!("{awhat}.organization")).map(|t| (t, n)));
                 self.merge_record(records, &aname, cname, description, organization);
 
                 let assoc = self.assoc(&af, &awhat);
-                cluster
-                    .accounts
-                    .insert(aname.clone(), DesiredAccount { parent, assoc });
+                cluster.accounts.insert(aname.clone(), DesiredAccount { parent, assoc });
 
                 if let Some(users) = af.get("users") {
-                    self.account_users(
-                        cname,
-                        &aname,
-                        users,
-                        &awhat,
-                        &mut cluster,
-                        &mut assocs_of,
-                        locations,
-                    );
+                    self.account_users(cname, &aname, users, &awhat, &mut cluster, &mut assocs_of, locations);
                 }
             }
         }
@@ -847,9 +716,7 @@ impl<'a> Loader<'a> {
             self.warn(
                 "undeclared-parent",
                 pnode,
-                format!(
-                    "parent `{parent}` of account `{aname}` is not declared on cluster `{cname}`"
-                ),
+                format!("parent `{parent}` of account `{aname}` is not declared on cluster `{cname}`"),
                 "it must already exist on the cluster; checked at plan time",
             );
         }
@@ -878,7 +745,8 @@ impl<'a> Loader<'a> {
                 let associated = assocs_of.get(&user);
                 match uf.get("default_account") {
                     Some(dn) => {
-                        let Some(acct) = self.name(dn, NameKind::Account, &format!("{uwhat}.{user}.default_account")) else {
+                        let Some(acct) = self.name(dn, NameKind::Account, &format!("{uwhat}.{user}.default_account"))
+                        else {
                             continue;
                         };
                         if associated.is_some_and(|s| s.contains(&acct)) {
@@ -894,7 +762,9 @@ impl<'a> Loader<'a> {
                             self.warn(
                                 "default-account-unchecked",
                                 dn,
-                                format!("default_account `{acct}` of user `{user}` is not declared on cluster `{cname}`"),
+                                format!(
+                                    "default_account `{acct}` of user `{user}` is not declared on cluster `{cname}`"
+                                ),
                                 "it must be an existing association of the user; checked at plan time",
                             );
                         }
@@ -926,11 +796,7 @@ impl<'a> Loader<'a> {
     ) {
         let what = format!("{awhat}.users");
         let Node::Seq(items) = &node.value else {
-            self.wrong_type(
-                node,
-                &what,
-                "a list of user names or `{name: ...}` mappings",
-            );
+            self.wrong_type(node, &what, "a list of user names or `{name: ...}` mappings");
             return;
         };
         let mut seen: BTreeMap<(Name, Option<Name>), &SNode> = BTreeMap::new();
@@ -943,11 +809,7 @@ impl<'a> Loader<'a> {
                     (u, None, Assoc::default())
                 }
                 Node::Map(_) => {
-                    let allowed: Vec<&'static str> = USER_ASSOC_ONLY_KEYS
-                        .iter()
-                        .chain(ASSOC_KEYS)
-                        .copied()
-                        .collect();
+                    let allowed: Vec<&'static str> = USER_ASSOC_ONLY_KEYS.iter().chain(ASSOC_KEYS).copied().collect();
                     let f = self.fields(item, &what, &allowed);
                     let Some(nn) = f.get("name") else {
                         self.error(
@@ -962,11 +824,7 @@ impl<'a> Loader<'a> {
                         continue;
                     };
                     let partition = match f.get("partition") {
-                        Some(p) => match self.name(
-                            p,
-                            NameKind::Partition,
-                            &format!("{what}.{u}.partition"),
-                        ) {
+                        Some(p) => match self.name(p, NameKind::Partition, &format!("{what}.{u}.partition")) {
                             Some(p) => Some(p),
                             None => continue,
                         },
@@ -1001,18 +859,8 @@ impl<'a> Loader<'a> {
                 key.push_str(&format!("/partition/{p}"));
             }
             locations.insert(key, self.at(item));
-            assocs_of
-                .entry(user.clone())
-                .or_default()
-                .insert(aname.clone());
-            cluster.users.insert(
-                UserKey {
-                    account: aname.clone(),
-                    user,
-                    partition,
-                },
-                assoc,
-            );
+            assocs_of.entry(user.clone()).or_default().insert(aname.clone());
+            cluster.users.insert(UserKey { account: aname.clone(), user, partition }, assoc);
         }
     }
 
@@ -1022,27 +870,18 @@ impl<'a> Loader<'a> {
         if let Some(n) = f.get("fairshare") {
             limits.fairshare = self.fairshare(n);
         }
-        let count = |l: &mut Self, key: &str| {
-            f.get(key)
-                .and_then(|n| l.count(n, &format!("{what}.{key}")))
-        };
+        let count = |l: &mut Self, key: &str| f.get(key).and_then(|n| l.count(n, &format!("{what}.{key}")));
         limits.grp_jobs = count(self, "grp_jobs");
         limits.grp_submit_jobs = count(self, "grp_submit_jobs");
         limits.max_jobs = count(self, "max_jobs");
         limits.max_submit_jobs = count(self, "max_submit_jobs");
-        let tres = |l: &mut Self, key: &str| {
-            f.get(key)
-                .map(|n| l.tres(n, &format!("{what}.{key}")))
-                .unwrap_or_default()
-        };
+        let tres =
+            |l: &mut Self, key: &str| f.get(key).map(|n| l.tres(n, &format!("{what}.{key}"))).unwrap_or_default();
         limits.grp_tres = tres(self, "grp_tres");
         limits.grp_tres_mins = tres(self, "grp_tres_mins");
         limits.max_tres = tres(self, "max_tres");
         limits.max_tres_mins = tres(self, "max_tres_mins");
-        let dur = |l: &mut Self, key: &str| {
-            f.get(key)
-                .and_then(|n| l.duration(n, &format!("{what}.{key}")))
-        };
+        let dur = |l: &mut Self, key: &str| f.get(key).and_then(|n| l.duration(n, &format!("{what}.{key}")));
         limits.grp_wall = dur(self, "grp_wall");
         limits.max_wall = dur(self, "max_wall");
 
@@ -1055,9 +894,7 @@ impl<'a> Loader<'a> {
                     self.error(
                         "empty-qos-list",
                         qn,
-                        format!(
-                            "`{what}.qos` is empty; an association cannot run jobs without a QoS"
-                        ),
+                        format!("`{what}.qos` is empty; an association cannot run jobs without a QoS"),
                         "omit `qos` to inherit the parent's list",
                     );
                 }
@@ -1096,11 +933,7 @@ impl<'a> Loader<'a> {
             }
             default_qos = Some(dq);
         }
-        Assoc {
-            limits,
-            qos,
-            default_qos,
-        }
+        Assoc { limits, qos, default_qos }
     }
 
     fn merge_record(
@@ -1144,12 +977,7 @@ impl<'a> Loader<'a> {
     }
 
     /// Report cycles among declared accounts (each once, named in order).
-    fn cycles(
-        &mut self,
-        cname: &Name,
-        cluster: &DesiredCluster,
-        declared: &BTreeMap<Name, (&SNode, Option<&SNode>)>,
-    ) {
+    fn cycles(&mut self, cname: &Name, cluster: &DesiredCluster, declared: &BTreeMap<Name, (&SNode, Option<&SNode>)>) {
         let mut done: BTreeSet<&Name> = BTreeSet::new();
         for start in cluster.accounts.keys() {
             let mut path: Vec<&Name> = Vec::new();
@@ -1162,21 +990,15 @@ impl<'a> Loader<'a> {
                     let cycle: Vec<&Name> = path[pos..].to_vec();
                     let first = cycle.iter().min().copied().expect("non-empty cycle");
                     let i = cycle.iter().position(|n| *n == first).expect("member");
-                    let mut names: Vec<String> = cycle[i..]
-                        .iter()
-                        .chain(&cycle[..i])
-                        .map(|n| format!("`{n}`"))
-                        .collect();
+                    let mut names: Vec<String> =
+                        cycle[i..].iter().chain(&cycle[..i]).map(|n| format!("`{n}`")).collect();
                     names.push(format!("`{first}`"));
                     let (_, pnode) = declared[first];
                     let at = pnode.unwrap_or(declared[first].0);
                     self.error(
                         "parent-cycle",
                         at,
-                        format!(
-                            "accounts on cluster `{cname}` form a cycle of parents: {}",
-                            names.join(" -> ")
-                        ),
+                        format!("accounts on cluster `{cname}` form a cycle of parents: {}", names.join(" -> ")),
                         "every account must lead up to `root`; change one `parent`",
                     );
                     break;
@@ -1215,12 +1037,7 @@ fn merge_hint(first: &SNode, text: &str) -> String {
 fn suggest<'k>(word: &str, allowed: &[&'k str]) -> Option<&'k str> {
     let w = word.to_ascii_lowercase();
     let max = (w.chars().count() / 3).clamp(1, 3);
-    allowed
-        .iter()
-        .map(|k| (edit_distance(&w, k), *k))
-        .filter(|(d, _)| *d <= max)
-        .min()
-        .map(|(_, k)| k)
+    allowed.iter().map(|k| (edit_distance(&w, k), *k)).filter(|(d, _)| *d <= max).min().map(|(_, k)| k)
 }
 
 /// Levenshtein distance over chars.

@@ -80,23 +80,15 @@ pub struct Scope {
 
 impl Scope {
     /// Managed if the name matches a prefix, or it or one of `ancestors` is a root.
-    pub fn manages_account<'a>(
-        &self,
-        name: &Name,
-        ancestors: impl IntoIterator<Item = &'a Name>,
-    ) -> bool {
-        self.prefixes
-            .iter()
-            .any(|p| name.as_str().starts_with(p.as_str()))
+    pub fn manages_account<'a>(&self, name: &Name, ancestors: impl IntoIterator<Item = &'a Name>) -> bool {
+        self.prefixes.iter().any(|p| name.as_str().starts_with(p.as_str()))
             || self.roots.contains(name)
             || ancestors.into_iter().any(|a| self.roots.contains(a))
     }
 
     /// Managed if the QoS name matches one of `qos_prefixes`.
     pub fn manages_qos(&self, name: &Name) -> bool {
-        self.qos_prefixes
-            .iter()
-            .any(|p| name.as_str().starts_with(p.as_str()))
+        self.qos_prefixes.iter().any(|p| name.as_str().starts_with(p.as_str()))
     }
 }
 
@@ -107,21 +99,13 @@ pub fn load_file(path: &Path) -> Result<Desired, Vec<Diagnostic>> {
             Ok(text) => load_str(path, &text),
             Err(e) => Err(vec![
                 Diagnostic::error("io", format!("`{}` is not UTF-8 text: {e}", path.display()))
-                    .at(Location {
-                        file: path.to_path_buf(),
-                        line: 0,
-                        column: 0,
-                    })
+                    .at(Location { file: path.to_path_buf(), line: 0, column: 0 })
                     .hint("save the file as UTF-8"),
             ]),
         },
         Err(e) => Err(vec![
             Diagnostic::error("io", format!("cannot read `{}`: {e}", path.display()))
-                .at(Location {
-                    file: path.to_path_buf(),
-                    line: 0,
-                    column: 0,
-                })
+                .at(Location { file: path.to_path_buf(), line: 0, column: 0 })
                 .hint("check the path given with `-d`"),
         ]),
     }

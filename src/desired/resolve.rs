@@ -82,9 +82,12 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                 }
                 if d.protect.contains(name) {
                     errors.push(
-                        Diagnostic::error("protected", format!("account `{name}` on `{cname}` is protected but the desired state removes it"))
-                            .at_opt(loc(d, &format!("cluster/{cname}")))
-                            .hint(format!("declare `{name}` under clusters.{cname}.accounts, or remove it from `protect`")),
+                        Diagnostic::error(
+                            "protected",
+                            format!("account `{name}` on `{cname}` is protected but the desired state removes it"),
+                        )
+                        .at_opt(loc(d, &format!("cluster/{cname}")))
+                        .hint(format!("declare `{name}` under clusters.{cname}.accounts, or remove it from `protect`")),
                     );
                     items.push((name.clone(), parent.cloned(), assoc.clone()));
                 }
@@ -121,7 +124,10 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                             format!("declare `{parent}` under clusters.{cname}.accounts or use an existing account"),
                         ),
                         GraphError::Cycle(v) => (
-                            format!("accounts on `{cname}` would form a cycle of parents: {}", v.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),
+                            format!(
+                                "accounts on `{cname}` would form a cycle of parents: {}",
+                                v.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                            ),
                             format!("cluster/{cname}"),
                             "give one of them a parent outside the cycle".to_string(),
                         ),
@@ -152,11 +158,17 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                     defaults.insert((*user).clone(), want.clone());
                 } else {
                     errors.push(
-                        Diagnostic::error("default-account-not-associated", format!(
-                            "user `{user}` on `{cname}` has default_account `{want}` but no association with it"
-                        ))
+                        Diagnostic::error(
+                            "default-account-not-associated",
+                            format!(
+                                "user `{user}` on `{cname}` has default_account `{want}` but no association with it"
+                            ),
+                        )
                         .at_opt(loc(d, &format!("cluster/{cname}/user/{user}")))
-                        .hint(format!("add `{user}` to the users of `{want}`, or choose one of: {}", accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "))),
+                        .hint(format!(
+                            "add `{user}` to the users of `{want}`, or choose one of: {}",
+                            accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+                        )),
                     );
                 }
                 continue;
@@ -182,9 +194,14 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         for (user, want) in &dc.defaults {
             if !index.contains_key(user) {
                 errors.push(
-                    Diagnostic::error("default-account-not-associated", format!("user `{user}` on `{cname}` has default_account `{want}` but no association on the cluster"))
-                        .at_opt(loc(d, &format!("cluster/{cname}/user/{user}")))
-                        .hint(format!("add `{user}` to the users of `{want}`")),
+                    Diagnostic::error(
+                        "default-account-not-associated",
+                        format!(
+                            "user `{user}` on `{cname}` has default_account `{want}` but no association on the cluster"
+                        ),
+                    )
+                    .at_opt(loc(d, &format!("cluster/{cname}/user/{user}")))
+                    .hint(format!("add `{user}` to the users of `{want}`")),
                 );
             }
         }
@@ -209,9 +226,14 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         for (q, key) in referenced {
             if !state.qos.contains_key(&q) {
                 errors.push(
-                    Diagnostic::error("missing-qos", format!("QoS `{q}` is used on `{cname}` but does not exist in slurmdbd and is not declared"))
-                        .at_opt(loc(d, &key))
-                        .hint(format!("declare it under `qos:` (slurmplan creates it) or create it with `sacctmgr -i add qos {q}`")),
+                    Diagnostic::error(
+                        "missing-qos",
+                        format!("QoS `{q}` is used on `{cname}` but does not exist in slurmdbd and is not declared"),
+                    )
+                    .at_opt(loc(d, &key))
+                    .hint(format!(
+                        "declare it under `qos:` (slurmplan creates it) or create it with `sacctmgr -i add qos {q}`"
+                    )),
                 );
             }
         }
@@ -230,7 +252,8 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
     // QoS removed while still used by what remains.
     for n in &doomed_qos {
         for (cname, c) in &state.clusters {
-            let used = c.accounts.iter_sorted().iter().any(|(_, _, a)| uses(a, n)) || c.users.values().any(|a| uses(a, n));
+            let used =
+                c.accounts.iter_sorted().iter().any(|(_, _, a)| uses(a, n)) || c.users.values().any(|a| uses(a, n));
             if used {
                 errors.push(Diagnostic::error("qos-in-use", format!(
                     "QoS `{n}` matches managed.qos_prefixes and is not declared, but associations on `{cname}` still use it"
@@ -244,9 +267,11 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         let before: BTreeSet<String> = sim::check_state(current).into_iter().map(|e| e.0).collect();
         for e in sim::check_state(&state) {
             if !before.contains(&e.0) {
-                errors.push(Diagnostic::error("invalid-desired", format!("the desired state breaks a Slurm rule {}", e.0))
-                    .at_opt(Some(Location { file: d.path.clone(), line: 0, column: 0 }))
-                    .hint("give the association a QoS list that contains its DefaultQOS"));
+                errors.push(
+                    Diagnostic::error("invalid-desired", format!("the desired state breaks a Slurm rule {}", e.0))
+                        .at_opt(Some(Location { file: d.path.clone(), line: 0, column: 0 }))
+                        .hint("give the association a QoS list that contains its DefaultQOS"),
+                );
             }
         }
     }

@@ -31,19 +31,12 @@ fn codes(diags: &[Diagnostic]) -> Vec<(Severity, &'static str, usize, usize)> {
 
 fn errors_of(text: &str) -> Vec<(&'static str, usize, usize)> {
     let diags = load(text).expect_err("expected errors");
-    codes(&diags)
-        .into_iter()
-        .filter(|(s, ..)| *s == Severity::Error)
-        .map(|(_, c, l, col)| (c, l, col))
-        .collect()
+    codes(&diags).into_iter().filter(|(s, ..)| *s == Severity::Error).map(|(_, c, l, col)| (c, l, col)).collect()
 }
 
 fn warnings_of(text: &str) -> Vec<(&'static str, usize, usize)> {
     let d = load(text).unwrap_or_else(|e| panic!("{}", render(&e)));
-    codes(&d.warnings)
-        .into_iter()
-        .map(|(_, c, l, col)| (c, l, col))
-        .collect()
+    codes(&d.warnings).into_iter().map(|(_, c, l, col)| (c, l, col)).collect()
 }
 
 fn render(diags: &[Diagnostic]) -> String {
@@ -55,8 +48,7 @@ const HEAD: &str = "version: 1\nmanaged:\n  roots: [hpc]\n";
 
 #[test]
 fn full_file_loads() {
-    let d = load_str(Path::new("tests/data/desired/full.yaml"), FULL)
-        .unwrap_or_else(|e| panic!("{}", render(&e)));
+    let d = load_str(Path::new("tests/data/desired/full.yaml"), FULL).unwrap_or_else(|e| panic!("{}", render(&e)));
     assert!(d.hash.starts_with("sha256:"));
     assert!(!d.preserve_user_case);
     assert_eq!(d.scope.roots, BTreeSet::from([n("hpc")]));
@@ -66,14 +58,8 @@ fn full_file_loads() {
 
     let paused = &d.qos[&n("paused")];
     assert_eq!(paused.description.as_deref(), Some("paused allocations"));
-    assert_eq!(
-        paused.flags,
-        BTreeSet::from(["denyonlimit".to_string(), "nodecay".to_string()])
-    );
-    assert_eq!(
-        paused.grp_tres_mins,
-        Tres::from([("cpu".into(), 1000), ("mem".into(), 2048)])
-    );
+    assert_eq!(paused.flags, BTreeSet::from(["denyonlimit".to_string(), "nodecay".to_string()]));
+    assert_eq!(paused.grp_tres_mins, Tres::from([("cpu".into(), 1000), ("mem".into(), 2048)]));
     assert_eq!(paused.grp_submit_jobs, Some(0));
     assert_eq!(paused.max_wall, Some(90));
     assert_eq!(d.qos[&n("normal")], Qos::default());
@@ -83,82 +69,44 @@ fn full_file_loads() {
     assert_eq!(hpc.parent, n("root"));
     let l = &hpc.assoc.limits;
     assert_eq!(l.fairshare, Some(Fairshare::Shares(10)));
-    assert_eq!(
-        (l.grp_jobs, l.grp_submit_jobs, l.max_jobs, l.max_submit_jobs),
-        (Some(5), Some(0), Some(10), Some(20))
-    );
+    assert_eq!((l.grp_jobs, l.grp_submit_jobs, l.max_jobs, l.max_submit_jobs), (Some(5), Some(0), Some(10), Some(20)));
     assert_eq!(l.grp_tres_mins["gres/gpu"], 60);
     assert_eq!(l.grp_tres_mins["mem"], 1024);
     assert_eq!((l.grp_wall, l.max_wall), (Some(60), Some(1440)));
-    assert_eq!(
-        hpc.assoc.qos,
-        QosList::Set(BTreeSet::from([n("normal"), n("paused")]))
-    );
+    assert_eq!(hpc.assoc.qos, QosList::Set(BTreeSet::from([n("normal"), n("paused")])));
     assert_eq!(hpc.assoc.default_qos, Some(n("normal")));
-    assert_eq!(
-        c.accounts[&n("hpc_proj1")].assoc.limits.fairshare,
-        Some(Fairshare::Parent)
-    );
-    assert_eq!(
-        c.accounts[&n("hpc_keep")].assoc.limits.fairshare,
-        None,
-        "fairshare 1 is Slurm's default"
-    );
+    assert_eq!(c.accounts[&n("hpc_proj1")].assoc.limits.fairshare, Some(Fairshare::Parent));
+    assert_eq!(c.accounts[&n("hpc_keep")].assoc.limits.fairshare, None, "fairshare 1 is Slurm's default");
 
-    let bob = UserKey {
-        account: n("hpc"),
-        user: n("bob"),
-        partition: Some(n("gpu")),
-    };
+    let bob = UserKey { account: n("hpc"), user: n("bob"), partition: Some(n("gpu")) };
     assert_eq!(c.users[&bob].limits.max_jobs, Some(2));
     assert_eq!(c.users[&bob].default_qos, Some(n("normal")));
-    let alice = UserKey {
-        account: n("hpc"),
-        user: n("alice"),
-        partition: None,
-    };
+    let alice = UserKey { account: n("hpc"), user: n("alice"), partition: None };
     assert_eq!(c.users[&alice], Assoc::default());
     assert_eq!(c.users.len(), 4);
     assert_eq!(c.defaults[&n("alice")], n("hpc"));
     assert_eq!(c.defaults[&n("carol")], n("hpc_proj1"));
 
     // Records merged over clusters.
-    assert_eq!(
-        d.accounts[&n("hpc")].description.as_deref(),
-        Some("hpc customers")
-    );
+    assert_eq!(d.accounts[&n("hpc")].description.as_deref(), Some("hpc customers"));
     assert_eq!(d.accounts[&n("hpc")].organization.as_deref(), Some("hpc"));
     assert_eq!(d.accounts[&n("hpc_keep")], AccountRecord::default());
-    assert!(
-        d.clusters[&n("second")].accounts[&n("hpc")]
-            .assoc
-            .qos
-            .is_inherit()
-    );
+    assert!(d.clusters[&n("second")].accounts[&n("hpc")].assoc.qos.is_inherit());
 
     let loc = &d.locations["cluster/testcl/account/hpc"];
     assert_eq!((loc.line, loc.column), (21, 7));
     assert_eq!(d.locations["qos/paused"].line, 11);
     assert_eq!(d.locations["cluster/testcl/user/alice"].line, 54);
-    assert_eq!(
-        d.locations["cluster/testcl/account/hpc/user/bob/partition/gpu"].line,
-        40
-    );
-    assert_eq!(
-        d.locations["cluster/testcl/account/hpc/user/alice"].line,
-        39
-    );
+    assert_eq!(d.locations["cluster/testcl/account/hpc/user/bob/partition/gpu"].line, 40);
+    assert_eq!(d.locations["cluster/testcl/account/hpc/user/alice"].line, 39);
 
     assert_eq!(codes(&d.warnings), vec![], "the full example is clean");
 }
 
 #[test]
 fn scope_matching() {
-    let s = Scope {
-        roots: BTreeSet::from([n("hpc")]),
-        prefixes: vec!["proj_".into()],
-        qos_prefixes: vec!["hpc_".into()],
-    };
+    let s =
+        Scope { roots: BTreeSet::from([n("hpc")]), prefixes: vec!["proj_".into()], qos_prefixes: vec!["hpc_".into()] };
     assert!(s.manages_account(&n("hpc"), []));
     assert!(s.manages_account(&n("x"), [&n("hpc"), &n("root")]));
     assert!(s.manages_account(&n("proj_1"), [&n("root")]));
@@ -173,38 +121,17 @@ fn yaml_syntax_error_has_location() {
     let diags = load("version: 1\nmanaged: [\n").unwrap_err();
     assert_eq!(diags.len(), 1);
     assert_eq!(diags[0].code, "yaml-syntax");
-    assert!(
-        diags[0].location.as_ref().unwrap().line >= 2,
-        "{}",
-        render(&diags)
-    );
+    assert!(diags[0].location.as_ref().unwrap().line >= 2, "{}", render(&diags));
 }
 
 #[test]
 fn unknown_keys_suggest_or_list() {
-    let text = format!(
-        "{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        max_wal: 5\n        zzz: 1\n"
-    );
+    let text = format!("{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        max_wal: 5\n        zzz: 1\n");
     let diags = load(&text).unwrap_err();
-    assert_eq!(
-        codes(&diags),
-        vec![
-            (Severity::Error, "unknown-key", 8, 9),
-            (Severity::Error, "unknown-key", 9, 9)
-        ]
-    );
+    assert_eq!(codes(&diags), vec![(Severity::Error, "unknown-key", 8, 9), (Severity::Error, "unknown-key", 9, 9)]);
     assert_eq!(diags[0].hint.as_deref(), Some("did you mean `max_wall`?"));
-    assert!(
-        diags[1]
-            .hint
-            .as_deref()
-            .unwrap()
-            .starts_with("allowed keys here: parent, description")
-    );
-    assert_eq!(
-        errors_of("version: 1\nmanage:\n  roots: [a]\n"),
-        vec![("empty-scope", 1, 1), ("unknown-key", 2, 1)]
-    );
+    assert!(diags[1].hint.as_deref().unwrap().starts_with("allowed keys here: parent, description"));
+    assert_eq!(errors_of("version: 1\nmanage:\n  roots: [a]\n"), vec![("empty-scope", 1, 1), ("unknown-key", 2, 1)]);
 }
 
 #[test]
@@ -212,45 +139,20 @@ fn wrong_types() {
     let text = format!(
         "{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        max_jobs: \"5\"\n        grp_tres: [cpu]\n        description: 42\n"
     );
-    assert_eq!(
-        errors_of(&text),
-        vec![
-            ("wrong-type", 8, 19),
-            ("wrong-type", 9, 19),
-            ("wrong-type", 10, 22)
-        ]
-    );
-    assert_eq!(
-        errors_of("version: 1\nmanaged: {roots: hpc}\n"),
-        vec![("wrong-type", 2, 18)]
-    );
+    assert_eq!(errors_of(&text), vec![("wrong-type", 8, 19), ("wrong-type", 9, 19), ("wrong-type", 10, 22)]);
+    assert_eq!(errors_of("version: 1\nmanaged: {roots: hpc}\n"), vec![("wrong-type", 2, 18)]);
     assert_eq!(errors_of("- a\n"), vec![("wrong-type", 1, 1)]);
     assert_eq!(errors_of(""), vec![("wrong-type", 0, 0)]);
 }
 
 #[test]
 fn version_and_scope() {
-    assert_eq!(
-        errors_of("managed: {roots: [a]}\n"),
-        vec![("missing-key", 1, 1)]
-    );
-    assert_eq!(
-        errors_of("version: 2\nmanaged: {roots: [a]}\n"),
-        vec![("bad-version", 1, 10)]
-    );
+    assert_eq!(errors_of("managed: {roots: [a]}\n"), vec![("missing-key", 1, 1)]);
+    assert_eq!(errors_of("version: 2\nmanaged: {roots: [a]}\n"), vec![("bad-version", 1, 10)]);
     assert_eq!(errors_of("version: 1\n"), vec![("empty-scope", 1, 1)]);
-    assert_eq!(
-        errors_of("version: 1\nmanaged:\n  qos_prefixes: [x]\n"),
-        vec![("empty-scope", 2, 1)]
-    );
-    assert_eq!(
-        errors_of("version: 1\nmanaged:\n"),
-        vec![("empty-scope", 2, 1)]
-    );
-    assert_eq!(
-        errors_of("version: 1\nmanaged:\n  roots: []\n"),
-        vec![("empty-scope", 3, 3)]
-    );
+    assert_eq!(errors_of("version: 1\nmanaged:\n  qos_prefixes: [x]\n"), vec![("empty-scope", 2, 1)]);
+    assert_eq!(errors_of("version: 1\nmanaged:\n"), vec![("empty-scope", 2, 1)]);
+    assert_eq!(errors_of("version: 1\nmanaged:\n  roots: []\n"), vec![("empty-scope", 3, 3)]);
 }
 
 #[test]
@@ -260,13 +162,7 @@ fn bad_names_and_text() {
     );
     assert_eq!(
         errors_of(&text),
-        vec![
-            ("bad-name", 5, 3),
-            ("bad-name", 9, 7),
-            ("bad-text", 11, 23),
-            ("bad-name", 12, 17),
-            ("bad-name", 12, 45)
-        ]
+        vec![("bad-name", 5, 3), ("bad-name", 9, 7), ("bad-text", 11, 23), ("bad-name", 12, 17), ("bad-name", 12, 45)]
     );
     let diags = load(&text).unwrap_err();
     assert!(
@@ -308,15 +204,8 @@ fn parents() {
             (Severity::Error, "root-parent", 11, 22),
         ]
     );
-    assert!(
-        diags[1].message.ends_with("`a` -> `b` -> `c` -> `a`"),
-        "{}",
-        diags[1].message
-    );
-    assert_eq!(
-        diags[0].hint.as_deref(),
-        Some("it must already exist on the cluster; checked at plan time")
-    );
+    assert!(diags[1].message.ends_with("`a` -> `b` -> `c` -> `a`"), "{}", diags[1].message);
+    assert_eq!(diags[0].hint.as_deref(), Some("it must already exist on the cluster; checked at plan time"));
     // Self-parent is a cycle of one.
     let text = format!("{HEAD}clusters:\n  c:\n    accounts:\n      a: {{parent: a}}\n");
     assert_eq!(errors_of(&text), vec![("parent-cycle", 7, 19)]);
@@ -337,10 +226,7 @@ fn default_qos_rules() {
             (Severity::Error, "empty-qos-list", 16, 14),
         ]
     );
-    assert_eq!(
-        diags[3].hint.as_deref(),
-        Some("omit `qos` to inherit the parent's list")
-    );
+    assert_eq!(diags[3].hint.as_deref(), Some("omit `qos` to inherit the parent's list"));
 }
 
 #[test]
@@ -365,15 +251,9 @@ fn undeclared_qos_is_a_warning_once_per_name() {
         "{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        qos: [gold, normal]\n        default_qos: gold\n"
     );
     let w = warnings_of(&text);
-    assert_eq!(
-        w,
-        vec![("undeclared-qos", 8, 15), ("undeclared-qos", 8, 21)]
-    );
+    assert_eq!(w, vec![("undeclared-qos", 8, 15), ("undeclared-qos", 8, 21)]);
     let d = load(&text).unwrap();
-    assert_eq!(
-        d.warnings[0].message,
-        "QoS `gold` is not declared under `qos:` (referenced 2 times)"
-    );
+    assert_eq!(d.warnings[0].message, "QoS `gold` is not declared under `qos:` (referenced 2 times)");
 }
 
 #[test]
@@ -393,14 +273,8 @@ fn values_tres_and_limits() {
         ]
     );
     let diags = load(&text).unwrap_err();
-    assert_eq!(
-        diags[0].hint.as_deref(),
-        Some("omit `clusters.c.accounts.hpc.grp_tres.cpu` to leave it unset")
-    );
-    assert_eq!(
-        diags[1].hint.as_deref(),
-        Some("TRES names are lower case: write `cpu`")
-    );
+    assert_eq!(diags[0].hint.as_deref(), Some("omit `clusters.c.accounts.hpc.grp_tres.cpu` to leave it unset"));
+    assert_eq!(diags[1].hint.as_deref(), Some("TRES names are lower case: write `cpu`"));
     // Units on any TRES and fairshare 0 are fine.
     let ok = format!(
         "{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        grp_tres: {{billing: 1G, mem: 1T}}\n        fairshare: 0\n"
@@ -424,34 +298,22 @@ fn account_record_conflict_across_clusters() {
     let d = load(&same).unwrap();
     assert_eq!(
         d.accounts[&n("hpc")],
-        AccountRecord {
-            description: Some("one".into()),
-            organization: Some("x".into())
-        }
+        AccountRecord { description: Some("one".into()), organization: Some("x".into()) }
     );
 }
 
 #[test]
 fn five_errors_reported_at_once() {
     let diags = load_str(Path::new("tests/data/desired/five_errors.yaml"), FIVE).unwrap_err();
-    assert_eq!(
-        diags.iter().filter(|d| d.is_error()).count(),
-        5,
-        "{}",
-        render(&diags)
-    );
+    assert_eq!(diags.iter().filter(|d| d.is_error()).count(), 5, "{}", render(&diags));
     insta::assert_snapshot!(render(&diags));
 }
 
 #[test]
 fn upper_case_names_warn_and_fold() {
-    let d = load_str(Path::new("tests/data/desired/uppercase.yaml"), UPPER)
-        .unwrap_or_else(|e| panic!("{}", render(&e)));
-    let w: Vec<_> = d
-        .warnings
-        .iter()
-        .map(|w| (w.code, w.location.as_ref().unwrap().line))
-        .collect();
+    let d =
+        load_str(Path::new("tests/data/desired/uppercase.yaml"), UPPER).unwrap_or_else(|e| panic!("{}", render(&e)));
+    let w: Vec<_> = d.warnings.iter().map(|w| (w.code, w.location.as_ref().unwrap().line)).collect();
     assert_eq!(
         w,
         vec![
@@ -464,32 +326,17 @@ fn upper_case_names_warn_and_fold() {
             ("lowercased-name", 13),
         ]
     );
-    assert!(
-        d.warnings[0]
-            .message
-            .contains("sacctmgr lower-cases it too")
-    );
+    assert!(d.warnings[0].message.contains("sacctmgr lower-cases it too"));
     assert_eq!(d.scope.prefixes, vec!["hpc_".to_string()]);
     let c = &d.clusters[&n("testcl")];
     assert_eq!(c.defaults[&n("alice")], n("hpc_a"));
-    assert!(c.users.contains_key(&UserKey {
-        account: n("hpc_a"),
-        user: n("alice"),
-        partition: None
-    }));
+    assert!(c.users.contains_key(&UserKey { account: n("hpc_a"), user: n("alice"), partition: None }));
 
     // With PreserveCaseUser, user names keep case (and `Alice` is not `ALICE`).
-    let preserved = UPPER.replace(
-        "version: 1\n",
-        "version: 1\nsettings: {preserve_user_case: true}\n",
-    );
+    let preserved = UPPER.replace("version: 1\n", "version: 1\nsettings: {preserve_user_case: true}\n");
     let diags = load(&preserved).unwrap_err();
     assert_eq!(
-        diags
-            .iter()
-            .filter(|d| d.is_error())
-            .map(|d| d.code)
-            .collect::<Vec<_>>(),
+        diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect::<Vec<_>>(),
         vec!["default-account-not-associated"]
     );
 }
@@ -504,10 +351,7 @@ fn io_error_is_one_diagnostic() {
     std::fs::write(&p, FULL).unwrap();
     let d = load_file(&p).unwrap();
     assert_eq!(d.path, p);
-    assert_eq!(
-        d.hash,
-        crate::model::fingerprint::hash_bytes(FULL.as_bytes())
-    );
+    assert_eq!(d.hash, crate::model::fingerprint::hash_bytes(FULL.as_bytes()));
 }
 
 proptest::proptest! {
@@ -535,11 +379,7 @@ fn huge_numbers_are_errors_not_panics() {
 
 #[test]
 fn deep_nesting_is_an_error_not_a_crash() {
-    for text in [
-        "[".repeat(100_000),
-        format!("a: {}", "- ".repeat(50_000)),
-        "{a: ".repeat(20_000),
-    ] {
+    for text in ["[".repeat(100_000), format!("a: {}", "- ".repeat(50_000)), "{a: ".repeat(20_000)] {
         assert!(load(&text).is_err());
     }
 }
@@ -549,11 +389,8 @@ fn docs_example_loads_cleanly() {
     let doc = include_str!("../../docs/desired-format.md");
     let start = doc.find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
     let len = doc[start..].find("```").expect("closed block");
-    let d = load_str(
-        Path::new("docs/desired-format.md"),
-        &doc[start..start + len],
-    )
-    .unwrap_or_else(|e| panic!("{}", render(&e)));
+    let d = load_str(Path::new("docs/desired-format.md"), &doc[start..start + len])
+        .unwrap_or_else(|e| panic!("{}", render(&e)));
     assert_eq!(render(&d.warnings), "");
     assert_eq!(d.clusters.len(), 2);
 }

@@ -74,9 +74,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(Node::Int(v))
     }
     fn visit_u128<E: de::Error>(self, v: u128) -> Result<Node, E> {
-        Ok(i128::try_from(v)
-            .map(Node::Int)
-            .unwrap_or(Node::Float(v as f64)))
+        Ok(i128::try_from(v).map(Node::Int).unwrap_or(Node::Float(v as f64)))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
         Ok(Node::Float(v))
@@ -137,33 +135,15 @@ mod tests {
     #[test]
     fn keeps_locations_and_duplicates() {
         let t = parse("a: 1\nb:\n  - x\n  - {c: d}\na: 2.5\n").unwrap();
-        let Node::Map(m) = &t.value else {
-            panic!("{t:?}")
-        };
+        let Node::Map(m) = &t.value else { panic!("{t:?}") };
         assert_eq!(m.len(), 3);
-        assert_eq!(
-            (m[0].0.referenced.line(), m[0].0.referenced.column()),
-            (1, 1)
-        );
+        assert_eq!((m[0].0.referenced.line(), m[0].0.referenced.column()), (1, 1));
         assert_eq!(m[0].1.value, Node::Int(1));
-        assert_eq!(
-            (m[1].1.referenced.line(), m[1].1.referenced.column()),
-            (3, 3)
-        );
-        assert_eq!(
-            (m[2].0.referenced.line(), m[2].0.referenced.column()),
-            (5, 1)
-        );
-        let Node::Seq(s) = &m[1].1.value else {
-            panic!()
-        };
+        assert_eq!((m[1].1.referenced.line(), m[1].1.referenced.column()), (3, 3));
+        assert_eq!((m[2].0.referenced.line(), m[2].0.referenced.column()), (5, 1));
+        let Node::Seq(s) = &m[1].1.value else { panic!() };
         assert_eq!((s[1].referenced.line(), s[1].referenced.column()), (4, 5));
-        let Node::Map(inner) = &s[1].value else {
-            panic!()
-        };
-        assert_eq!(
-            (inner[0].0.referenced.line(), inner[0].0.referenced.column()),
-            (4, 6)
-        );
+        let Node::Map(inner) = &s[1].value else { panic!() };
+        assert_eq!((inner[0].0.referenced.line(), inner[0].0.referenced.column()), (4, 6));
     }
 }

@@ -7,5 +7,7 @@ pub mod state;
 pub mod values;
 
 pub use names::{Name, NameError, NameKind};
-pub use state::{AccountGraph, AccountNode, AccountRecord, Assoc, ClusterState, GraphError, Limits, Qos, State, UserKey};
+pub use state::{
+    AccountGraph, AccountNode, AccountRecord, Assoc, ClusterState, GraphError, Limits, Qos, State, UserKey,
+};
 pub use values::{Fairshare, QosList, Tres};

@@ -92,14 +92,8 @@ impl Name {
                     "it contains `=`: sacctmgr splits key and value at the first `=`",
                     "remove the `=`; use `_` or `-` instead",
                 ),
-                ' ' | '\t' | '\n' | '\r' => (
-                    "it contains whitespace",
-                    "replace spaces with `_` or `-`",
-                ),
-                '\'' | '"' | '`' => (
-                    "it contains a quote: sacctmgr turns quotes into backticks",
-                    "remove the quotes",
-                ),
+                ' ' | '\t' | '\n' | '\r' => ("it contains whitespace", "replace spaces with `_` or `-`"),
+                '\'' | '"' | '`' => ("it contains a quote: sacctmgr turns quotes into backticks", "remove the quotes"),
                 '[' | ']' => (
                     "it contains a bracket: sacctmgr expands `x[1-2]` into `x1,x2`",
                     "remove the brackets; list each name on its own",

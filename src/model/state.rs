@@ -5,13 +5,13 @@
 //! as in slurmdbd. Everything iterates in a deterministic order. No I/O, no parsing of
 //! sacctmgr text (that is `sacctmgr::parse`), no YAML (that is `desired`).
 
+use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
-use petgraph::Direction;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::names::{root, Name};
+use super::names::{Name, root};
 use super::values::{Fairshare, QosList, Tres};
 
 /// Limits slurmplan manages on an association. `None`/empty = unset (sacctmgr prints nothing).
@@ -190,20 +190,14 @@ impl AccountGraph {
     /// The parent of `name` (None for root or an unknown account).
     pub fn parent(&self, name: &str) -> Option<&Name> {
         let ix = *self.index.get(name)?;
-        self.graph
-            .edges_directed(ix, Direction::Incoming)
-            .next()
-            .map(|e| &self.graph[e.source()].name)
+        self.graph.edges_directed(ix, Direction::Incoming).next().map(|e| &self.graph[e.source()].name)
     }
 
     /// Children of `name`, sorted.
     pub fn children(&self, name: &str) -> Vec<&Name> {
         let Some(&ix) = self.index.get(name) else { return Vec::new() };
-        let mut v: Vec<&Name> = self
-            .graph
-            .edges_directed(ix, Direction::Outgoing)
-            .map(|e| &self.graph[e.target()].name)
-            .collect();
+        let mut v: Vec<&Name> =
+            self.graph.edges_directed(ix, Direction::Outgoing).map(|e| &self.graph[e.target()].name).collect();
         v.sort();
         v
     }
@@ -253,7 +247,10 @@ impl AccountGraph {
             return Err(GraphError::Duplicate(name));
         }
         let Some(&pix) = self.index.get(parent) else {
-            return Err(GraphError::MissingParent { child: name, parent: Name::strict(parent, super::names::NameKind::Account).unwrap_or_else(|_| root()) });
+            return Err(GraphError::MissingParent {
+                child: name,
+                parent: Name::strict(parent, super::names::NameKind::Account).unwrap_or_else(|_| root()),
+            });
         };
         let ix = self.graph.add_node(AccountNode { name: name.clone(), assoc });
         self.graph.add_edge(pix, ix, ());

@@ -22,9 +22,7 @@ pub fn parse_tres(s: &str) -> Result<Tres, String> {
         return Ok(out);
     }
     for part in s.split(',') {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| format!("TRES entry `{part}` has no `=`"))?;
+        let (k, v) = part.split_once('=').ok_or_else(|| format!("TRES entry `{part}` has no `=`"))?;
         if !valid_tres_name(k) {
             return Err(format!("`{k}` is not a TRES name"));
         }
@@ -42,8 +40,7 @@ pub fn valid_tres_name(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 64
         && k.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && k.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '/' | ':' | '_' | '-' | '.'))
+        && k.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '/' | ':' | '_' | '-' | '.'))
 }
 
 /// Parse one TRES value. `mem` (and any value) may carry a unit suffix: the value is expressed
@@ -120,7 +117,13 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     let parts: Vec<&str> = rest.split(':').collect();
     let nums: Vec<u64> = parts
         .iter()
-        .map(|p| if p.is_empty() || p.len() > 4 || !p.bytes().all(|b| b.is_ascii_digit()) { Err(bad()) } else { p.parse::<u64>().map_err(|_| bad()) })
+        .map(|p| {
+            if p.is_empty() || p.len() > 4 || !p.bytes().all(|b| b.is_ascii_digit()) {
+                Err(bad())
+            } else {
+                p.parse::<u64>().map_err(|_| bad())
+            }
+        })
         .collect::<Result<_, _>>()?;
     let (h, m, sec) = match nums.as_slice() {
         [m] if days == 0 => (0, *m, 0),
@@ -181,7 +184,10 @@ pub enum QosList {
     #[default]
     Inherit,
     Set(BTreeSet<Name>),
-    Delta { add: BTreeSet<Name>, remove: BTreeSet<Name> },
+    Delta {
+        add: BTreeSet<Name>,
+        remove: BTreeSet<Name>,
+    },
 }
 
 impl QosList {

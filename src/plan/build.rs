@@ -22,7 +22,13 @@ struct Builder {
 }
 
 impl Builder {
-    fn emit(&mut self, phase: Phase, command: Command, objects: Vec<String>, note: Option<&str>) -> Result<(), PlanError> {
+    fn emit(
+        &mut self,
+        phase: Phase,
+        command: Command,
+        objects: Vec<String>,
+        note: Option<&str>,
+    ) -> Result<(), PlanError> {
         if let Err(e) = self.sim.apply(&command) {
             return Err(PlanError::Unsafe { command: command.argv().join(" "), reason: e.0 });
         }
@@ -64,12 +70,22 @@ pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Resu
         match b.sim.state.qos.get(name) {
             None => {
                 let set = QosSet::between(&Default::default(), q);
-                b.emit(Phase::QosCreate, Command::AddQos { names: vec![name.clone()], set }, vec![format!("qos.{name}")], None)?;
+                b.emit(
+                    Phase::QosCreate,
+                    Command::AddQos { names: vec![name.clone()], set },
+                    vec![format!("qos.{name}")],
+                    None,
+                )?;
             }
             Some(cur) => {
                 let set = QosSet::between(cur, q);
                 if !set.is_empty() {
-                    b.emit(Phase::QosCreate, Command::ModifyQos { names: vec![name.clone()], set }, vec![format!("qos.{name}")], None)?;
+                    b.emit(
+                        Phase::QosCreate,
+                        Command::ModifyQos { names: vec![name.clone()], set },
+                        vec![format!("qos.{name}")],
+                        None,
+                    )?;
                 }
             }
         }
@@ -152,7 +168,12 @@ fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &St
         for ((parent, _), (record, assoc, names)) in groups {
             let objects = names.iter().map(|n| acct_addr(cname, n)).collect();
             let set = AssocSet::from_assoc(&assoc);
-            b.emit(Phase::AccountCreate, Command::AddAccount { cluster: cname.clone(), names, parent, record, set }, objects, None)?;
+            b.emit(
+                Phase::AccountCreate,
+                Command::AddAccount { cluster: cname.clone(), names, parent, record, set },
+                objects,
+                None,
+            )?;
         }
     }
     Ok(())
@@ -161,7 +182,10 @@ fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &St
 fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut moves: Vec<(usize, Name, Name)> = Vec::new();
     for n in d.accounts.names() {
-        let (Some(want), Some(have)) = (d.accounts.parent(n.as_str()), b.cluster(cname).accounts.parent(n.as_str())) else { continue };
+        let (Some(want), Some(have)) = (d.accounts.parent(n.as_str()), b.cluster(cname).accounts.parent(n.as_str()))
+        else {
+            continue;
+        };
         if want != have {
             moves.push((d.accounts.depth(n.as_str()), n.clone(), want.clone()));
         }
@@ -188,7 +212,12 @@ fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
                 Some("pin QoS so the move keeps every DefaultQOS valid"),
             )?;
         }
-        b.emit(Phase::Reparent, Command::Reparent { cluster: cname.clone(), name: name.clone(), parent }, vec![acct_addr(cname, &name)], None)?;
+        b.emit(
+            Phase::Reparent,
+            Command::Reparent { cluster: cname.clone(), name: name.clone(), parent },
+            vec![acct_addr(cname, &name)],
+            None,
+        )?;
     }
     Ok(())
 }
@@ -207,10 +236,17 @@ fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
     for ((account, partition, _), (assoc, users)) in groups {
         let objects = users
             .iter()
-            .map(|u| user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() }))
+            .map(|u| {
+                user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() })
+            })
             .collect();
         let set = AssocSet::from_assoc(&assoc);
-        b.emit(Phase::UserAdd, Command::AddUser { cluster: cname.clone(), users, account, partition, set }, objects, None)?;
+        b.emit(
+            Phase::UserAdd,
+            Command::AddUser { cluster: cname.clone(), users, account, partition, set },
+            objects,
+            None,
+        )?;
     }
     Ok(())
 }
@@ -260,7 +296,10 @@ fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Pl
                         continue;
                     }
                     let set = qos_set(have, want);
-                    (Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set }, acct_addr(cname, n))
+                    (
+                        Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set },
+                        acct_addr(cname, n),
+                    )
                 }
                 Target::User(k) => {
                     let have = c.users.get(k).expect("exists");
@@ -330,7 +369,12 @@ fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Pl
                     partition: k.partition.clone(),
                     set,
                 };
-                b.emit(Phase::QosSwap, cmd, vec![user_addr(cname, k)], Some("widen the QoS list first so every DefaultQOS stays valid"))?;
+                b.emit(
+                    Phase::QosSwap,
+                    cmd,
+                    vec![user_addr(cname, k)],
+                    Some("widen the QoS list first so every DefaultQOS stays valid"),
+                )?;
             }
         }
     }
@@ -361,7 +405,9 @@ fn account_records(b: &mut Builder, desired: &State) -> Result<(), PlanError> {
             continue;
         }
         // any cluster where the account has an association, for `cluster=`
-        let Some(cluster) = b.sim.state.clusters.iter().find(|(_, c)| c.accounts.contains(name.as_str())).map(|(n, _)| n.clone()) else {
+        let Some(cluster) =
+            b.sim.state.clusters.iter().find(|(_, c)| c.accounts.contains(name.as_str())).map(|(n, _)| n.clone())
+        else {
             continue;
         };
         let key = format!("{cluster}\u{0}{}", serde_json::to_string(&rec).unwrap_or_default());
@@ -403,9 +449,16 @@ fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanErr
     for ((account, partition, _), (set, users)) in user_groups {
         let objects = users
             .iter()
-            .map(|u| user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() }))
+            .map(|u| {
+                user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() })
+            })
             .collect();
-        b.emit(Phase::Limits, Command::ModifyUser { cluster: cname.clone(), users, account, partition, set }, objects, None)?;
+        b.emit(
+            Phase::Limits,
+            Command::ModifyUser { cluster: cname.clone(), users, account, partition, set },
+            objects,
+            None,
+        )?;
     }
     Ok(())
 }
@@ -419,7 +472,12 @@ fn default_moves(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), 
     }
     for (account, users) in groups {
         let objects = users.iter().map(|u| format!("default_account.{cname}.{u}")).collect();
-        b.emit(Phase::DefaultAccount, Command::SetDefaultAccount { cluster: cname.clone(), users, account }, objects, None)?;
+        b.emit(
+            Phase::DefaultAccount,
+            Command::SetDefaultAccount { cluster: cname.clone(), users, account },
+            objects,
+            None,
+        )?;
     }
     Ok(())
 }
@@ -441,9 +499,19 @@ fn user_removals(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), 
         for ((account, partition), users) in round {
             let objects = users
                 .iter()
-                .map(|u| user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() }))
+                .map(|u| {
+                    user_addr(
+                        cname,
+                        &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() },
+                    )
+                })
                 .collect();
-            b.emit(Phase::UserRemove, Command::DeleteUser { cluster: cname.clone(), users, account, partition }, objects, None)?;
+            b.emit(
+                Phase::UserRemove,
+                Command::DeleteUser { cluster: cname.clone(), users, account, partition },
+                objects,
+                None,
+            )?;
         }
     }
     Ok(())

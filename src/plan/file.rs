@@ -34,7 +34,8 @@ fn body(plan: &Plan) -> String {
 
 /// Serialise a plan with its checksum (pretty JSON, stable key order).
 pub fn to_json(plan: &Plan) -> String {
-    let env = Envelope { format_version: FORMAT_VERSION, checksum: hash_bytes(body(plan).as_bytes()), plan: plan.clone() };
+    let env =
+        Envelope { format_version: FORMAT_VERSION, checksum: hash_bytes(body(plan).as_bytes()), plan: plan.clone() };
     let mut s = serde_json::to_string_pretty(&env).expect("plan serialises");
     s.push('\n');
     s
@@ -45,14 +46,15 @@ pub fn from_json(path: &Path, text: &str) -> Result<Plan, PlanFileError> {
     let p = path.display().to_string();
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
-    let found = v.get("format_version").and_then(|x| x.as_u64()).ok_or_else(|| PlanFileError::Malformed {
-        path: p.clone(),
-        reason: "no `format_version`".into(),
-    })?;
+    let found = v
+        .get("format_version")
+        .and_then(|x| x.as_u64())
+        .ok_or_else(|| PlanFileError::Malformed { path: p.clone(), reason: "no `format_version`".into() })?;
     if found != FORMAT_VERSION as u64 {
         return Err(PlanFileError::Version { path: p, found });
     }
-    let env: Envelope = serde_json::from_value(v).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
+    let env: Envelope =
+        serde_json::from_value(v).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
     if hash_bytes(body(&env.plan).as_bytes()) != env.checksum {
         return Err(PlanFileError::Tampered { path: p });
     }
@@ -60,6 +62,7 @@ pub fn from_json(path: &Path, text: &str) -> Result<Plan, PlanFileError> {
 }
 
 pub fn read(path: &Path) -> Result<Plan, PlanFileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PlanFileError::Io { path: path.display().to_string(), source })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| PlanFileError::Io { path: path.display().to_string(), source })?;
     from_json(path, &text)
 }

@@ -10,8 +10,8 @@ pub mod file;
 use serde::{Deserialize, Serialize};
 
 use crate::diff::{self, Action, Change};
-use crate::model::fingerprint::fingerprint;
 use crate::model::State;
+use crate::model::fingerprint::fingerprint;
 use crate::sacctmgr::command::Command;
 
 pub const FORMAT_VERSION: u32 = 1;

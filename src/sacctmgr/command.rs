@@ -23,8 +23,14 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 6] =
-        [Scalar::GrpJobs, Scalar::GrpSubmitJobs, Scalar::GrpWall, Scalar::MaxJobs, Scalar::MaxSubmitJobs, Scalar::MaxWall];
+    pub const ALL: [Scalar; 6] = [
+        Scalar::GrpJobs,
+        Scalar::GrpSubmitJobs,
+        Scalar::GrpWall,
+        Scalar::MaxJobs,
+        Scalar::MaxSubmitJobs,
+        Scalar::MaxWall,
+    ];
     pub fn keyword(self) -> &'static str {
         match self {
             Scalar::GrpJobs => "GrpJobs",
@@ -71,7 +77,8 @@ pub enum TresLimit {
 }
 
 impl TresLimit {
-    pub const ALL: [TresLimit; 4] = [TresLimit::GrpTres, TresLimit::GrpTresMins, TresLimit::MaxTres, TresLimit::MaxTresMins];
+    pub const ALL: [TresLimit; 4] =
+        [TresLimit::GrpTres, TresLimit::GrpTresMins, TresLimit::MaxTres, TresLimit::MaxTresMins];
     pub fn keyword(self) -> &'static str {
         match self {
             TresLimit::GrpTres => "GrpTRES",

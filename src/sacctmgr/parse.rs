@@ -12,9 +12,7 @@ use std::path::PathBuf;
 use crate::diag::{Diagnostic, Location};
 use crate::model::names::{Name, NameKind};
 use crate::model::values::{self, Fairshare, QosList, Tres};
-use crate::model::{
-    AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Limits, Qos, State, UserKey,
-};
+use crate::model::{AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Limits, Qos, State, UserKey};
 
 use super::reads;
 
@@ -51,15 +49,8 @@ pub const DESCR_COLUMNS: &[&str] = &["Account", "Description"];
 /// Columns of `accounts-org.txt` (free text last).
 pub const ORG_COLUMNS: &[&str] = &["Account", "Organization"];
 /// Columns of `qos.txt` (free text last).
-pub const QOS_COLUMNS: &[&str] = &[
-    "Name",
-    "Flags",
-    "GrpTRESMins",
-    "GrpTRES",
-    "GrpSubmitJobs",
-    "MaxWall",
-    "Description",
-];
+pub const QOS_COLUMNS: &[&str] =
+    &["Name", "Flags", "GrpTRESMins", "GrpTRES", "GrpSubmitJobs", "MaxWall", "Description"];
 
 /// One raw output: its file name (for messages) and text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -70,10 +61,7 @@ pub struct Source {
 
 impl Source {
     pub fn new(name: impl Into<PathBuf>, text: impl Into<String>) -> Source {
-        Source {
-            name: name.into(),
-            text: text.into(),
-        }
+        Source { name: name.into(), text: text.into() }
     }
 }
 
@@ -103,10 +91,7 @@ impl RawReads {
 
     /// (file name, text) pairs, ready for `snapshot::write_dir`.
     pub fn to_files(&self) -> Vec<(&'static str, String)> {
-        self.sources()
-            .into_iter()
-            .map(|(f, s)| (f, s.text.clone()))
-            .collect()
+        self.sources().into_iter().map(|(f, s)| (f, s.text.clone())).collect()
     }
 
     /// The source for a snapshot file name.
@@ -131,11 +116,7 @@ pub struct Row<'a> {
 }
 
 fn at(src: &Source, line: usize) -> Location {
-    Location {
-        file: src.name.clone(),
-        line,
-        column: 0,
-    }
+    Location { file: src.name.clone(), line, column: 0 }
 }
 
 fn error(src: &Source, line: usize, message: impl Into<String>) -> Diagnostic {
@@ -145,11 +126,7 @@ fn error(src: &Source, line: usize, message: impl Into<String>) -> Diagnostic {
 /// Split `-n -P` output into rows of exactly `columns.len()` cells. A final newline and `\r\n`
 /// line ends are tolerated; an empty line anywhere else is an error. With `free_text_last`, a
 /// row with too many cells keeps the extra `|` in its last cell (free text is not escaped).
-pub fn parse_rows<'a>(
-    src: &'a Source,
-    columns: &[&str],
-    free_text_last: bool,
-) -> (Vec<Row<'a>>, Vec<Diagnostic>) {
+pub fn parse_rows<'a>(src: &'a Source, columns: &[&str], free_text_last: bool) -> (Vec<Row<'a>>, Vec<Diagnostic>) {
     let mut rows = Vec::new();
     let mut diags = Vec::new();
     let n = columns.len().max(1);
@@ -165,27 +142,16 @@ pub fn parse_rows<'a>(
             diags.push(error(src, lineno, "empty line in sacctmgr output"));
             continue;
         }
-        let cells: Vec<&str> = if free_text_last {
-            line.splitn(n, '|').collect()
-        } else {
-            line.split('|').collect()
-        };
+        let cells: Vec<&str> = if free_text_last { line.splitn(n, '|').collect() } else { line.split('|').collect() };
         if cells.len() != n {
             let found = line.split('|').count();
             diags.push(
-                error(
-                    src,
-                    lineno,
-                    format!("expected {n} fields ({}), found {found}", columns.join("|")),
-                )
-                .hint("the file must hold the `-n -P` output of the read with exactly this format= list"),
+                error(src, lineno, format!("expected {n} fields ({}), found {found}", columns.join("|")))
+                    .hint("the file must hold the `-n -P` output of the read with exactly this format= list"),
             );
             continue;
         }
-        rows.push(Row {
-            line: lineno,
-            cells,
-        });
+        rows.push(Row { line: lineno, cells });
     }
     (rows, diags)
 }
@@ -197,19 +163,13 @@ pub fn snapshot_name(s: &str, kind: NameKind) -> Result<Name, String> {
     }
     let p = Name::parse(s, kind, false).map_err(|e| e.to_string())?;
     if p.lowercased {
-        return Err(format!(
-            "invalid {kind} name `{s}`: sacctmgr prints {kind} names in lower case"
-        ));
+        return Err(format!("invalid {kind} name `{s}`: sacctmgr prints {kind} names in lower case"));
     }
     Ok(p.name)
 }
 
 fn opt_name(s: &str, kind: NameKind) -> Result<Option<Name>, String> {
-    if s.is_empty() {
-        Ok(None)
-    } else {
-        snapshot_name(s, kind).map(Some)
-    }
+    if s.is_empty() { Ok(None) } else { snapshot_name(s, kind).map(Some) }
 }
 
 /// An integer limit: empty = unset, else a non-negative integer.
@@ -220,25 +180,15 @@ pub fn parse_int(s: &str) -> Result<Option<u64>, String> {
     if !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("`{s}` is not a non-negative integer"));
     }
-    s.parse::<u64>()
-        .map(Some)
-        .map_err(|_| format!("`{s}` is too large"))
+    s.parse::<u64>().map(Some).map_err(|_| format!("`{s}` is too large"))
 }
 
 fn opt_duration(s: &str) -> Result<Option<u64>, String> {
-    if s.is_empty() {
-        Ok(None)
-    } else {
-        values::parse_duration(s).map(Some)
-    }
+    if s.is_empty() { Ok(None) } else { values::parse_duration(s).map(Some) }
 }
 
 fn fairshare(s: &str) -> Result<Option<Fairshare>, String> {
-    if s.is_empty() {
-        Ok(None)
-    } else {
-        Fairshare::parse(s)
-    }
+    if s.is_empty() { Ok(None) } else { Fairshare::parse(s) }
 }
 
 /// A raw QoS list (`withrawqos`): empty = inherit, `a,b` = set, `+a,-b` = deltas.
@@ -303,11 +253,7 @@ impl Cells<'_, '_> {
         match f(self.raw(field)) {
             Ok(v) => Some(v),
             Err(e) => {
-                self.diags.push(error(
-                    self.src,
-                    self.row.line,
-                    format!("field {field}: {e}"),
-                ));
+                self.diags.push(error(self.src, self.row.line, format!("field {field}: {e}")));
                 None
             }
         }
@@ -336,21 +282,13 @@ pub struct AssocRow {
 /// orders exist for reading real outputs taken with a different `format=`.
 pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<Diagnostic>) {
     let (rows, mut diags) = parse_rows(src, columns, false);
-    if let Some(bad) = columns
-        .iter()
-        .find(|c| !ASSOC_COLUMNS.iter().any(|k| k.eq_ignore_ascii_case(c)))
-    {
+    if let Some(bad) = columns.iter().find(|c| !ASSOC_COLUMNS.iter().any(|k| k.eq_ignore_ascii_case(c))) {
         diags.push(error(src, 0, format!("unknown association column `{bad}`")));
         return (Vec::new(), diags);
     }
     let mut out = Vec::new();
     for row in &rows {
-        let mut c = Cells {
-            src,
-            row,
-            columns,
-            diags: &mut diags,
-        };
+        let mut c = Cells { src, row, columns, diags: &mut diags };
         let cluster = c.name("Cluster", NameKind::Cluster);
         let account = c.name("Account", NameKind::Account);
         let user = c.get("User", |s| opt_name(s, NameKind::User));
@@ -431,11 +369,7 @@ pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<D
             user,
             partition,
             parent,
-            assoc: Assoc {
-                limits,
-                qos,
-                default_qos,
-            },
+            assoc: Assoc { limits, qos, default_qos },
         });
     }
     (out, diags)
@@ -446,20 +380,11 @@ pub fn parse_clusters(src: &Source) -> (BTreeSet<Name>, Vec<Diagnostic>) {
     let (rows, mut diags) = parse_rows(src, CLUSTER_COLUMNS, false);
     let mut out = BTreeSet::new();
     for row in &rows {
-        let mut c = Cells {
-            src,
-            row,
-            columns: CLUSTER_COLUMNS,
-            diags: &mut diags,
-        };
+        let mut c = Cells { src, row, columns: CLUSTER_COLUMNS, diags: &mut diags };
         if let Some(name) = c.name("Cluster", NameKind::Cluster)
             && !out.insert(name.clone())
         {
-            diags.push(error(
-                src,
-                row.line,
-                format!("field Cluster: cluster `{name}` is listed twice"),
-            ));
+            diags.push(error(src, row.line, format!("field Cluster: cluster `{name}` is listed twice")));
         }
     }
     (out, diags)
@@ -485,15 +410,8 @@ pub fn build_clusters(
         if !clusters.contains(&row.cluster) {
             if unknown.insert(row.cluster.clone()) {
                 diags.push(
-                    error(
-                        src,
-                        row.line,
-                        format!(
-                            "field Cluster: cluster `{}` is not in clusters.txt",
-                            row.cluster
-                        ),
-                    )
-                    .hint("the snapshot's reads were not taken together; take a new snapshot"),
+                    error(src, row.line, format!("field Cluster: cluster `{}` is not in clusters.txt", row.cluster))
+                        .hint("the snapshot's reads were not taken together; take a new snapshot"),
                 );
             }
             continue;
@@ -528,10 +446,7 @@ pub fn build_clusters(
                         diags.push(error(
                             src,
                             row.line,
-                            format!(
-                                "field ParentName: account `{}` has no parent (only `root` may)",
-                                row.account
-                            ),
+                            format!("field ParentName: account `{}` has no parent (only `root` may)", row.account),
                         ));
                         continue;
                     }
@@ -560,11 +475,7 @@ pub fn build_clusters(
                     ));
                     continue;
                 }
-                let key = UserKey {
-                    account: row.account,
-                    user,
-                    partition: row.partition,
-                };
+                let key = UserKey { account: row.account, user, partition: row.partition };
                 if p.users.contains_key(&key) {
                     diags.push(error(
                         src,
@@ -608,40 +519,21 @@ pub fn build_clusters(
                         GraphError::MissingParent { child, .. } => line_of(child),
                         GraphError::Cycle(names) => names.iter().map(line_of).min().unwrap_or(0),
                     };
-                    diags.push(error(
-                        src,
-                        line,
-                        format!("field ParentName: on cluster `{cluster}`: {e}"),
-                    ));
+                    diags.push(error(src, line, format!("field ParentName: on cluster `{cluster}`: {e}")));
                 }
                 AccountGraph::default()
             }
         };
-        out.insert(
-            cluster.clone(),
-            ClusterState {
-                accounts,
-                users: p.users,
-                defaults: BTreeMap::new(),
-            },
-        );
+        out.insert(cluster.clone(), ClusterState { accounts, users: p.users, defaults: BTreeMap::new() });
     }
     (out, diags)
 }
 
 /// Parse `defaults.txt` (Cluster|User|Account) into `clusters[c].defaults`.
-pub fn parse_defaults(
-    src: &Source,
-    clusters: &mut BTreeMap<Name, ClusterState>,
-) -> Vec<Diagnostic> {
+pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>) -> Vec<Diagnostic> {
     let (rows, mut diags) = parse_rows(src, DEFAULT_COLUMNS, false);
     for row in &rows {
-        let mut c = Cells {
-            src,
-            row,
-            columns: DEFAULT_COLUMNS,
-            diags: &mut diags,
-        };
+        let mut c = Cells { src, row, columns: DEFAULT_COLUMNS, diags: &mut diags };
         let (Some(cluster), Some(user), Some(account)) = (
             c.name("Cluster", NameKind::Cluster),
             c.name("User", NameKind::User),
@@ -650,11 +542,7 @@ pub fn parse_defaults(
             continue;
         };
         let Some(cs) = clusters.get_mut(&cluster) else {
-            diags.push(error(
-                src,
-                row.line,
-                format!("field Cluster: cluster `{cluster}` is not in clusters.txt"),
-            ));
+            diags.push(error(src, row.line, format!("field Cluster: cluster `{cluster}` is not in clusters.txt")));
             continue;
         };
         if let Some(prev) = cs.defaults.get(&user) {
@@ -671,29 +559,17 @@ pub fn parse_defaults(
 }
 
 /// Parse an `Account|<free text>` file into account -> text.
-pub fn parse_account_text(
-    src: &Source,
-    columns: &[&str],
-) -> (BTreeMap<Name, (usize, String)>, Vec<Diagnostic>) {
+pub fn parse_account_text(src: &Source, columns: &[&str]) -> (BTreeMap<Name, (usize, String)>, Vec<Diagnostic>) {
     let (rows, mut diags) = parse_rows(src, columns, true);
     let mut out = BTreeMap::new();
     for row in &rows {
-        let mut c = Cells {
-            src,
-            row,
-            columns,
-            diags: &mut diags,
-        };
+        let mut c = Cells { src, row, columns, diags: &mut diags };
         let Some(account) = c.name("Account", NameKind::Account) else {
             continue;
         };
         let text = row.cells.last().copied().unwrap_or("").to_string();
         if out.contains_key(&account) {
-            diags.push(error(
-                src,
-                row.line,
-                format!("field Account: account `{account}` is listed twice"),
-            ));
+            diags.push(error(src, row.line, format!("field Account: account `{account}` is listed twice")));
             continue;
         }
         out.insert(account, (row.line, text));
@@ -702,10 +578,7 @@ pub fn parse_account_text(
 }
 
 /// Merge `accounts-descr.txt` and `accounts-org.txt` into account records.
-pub fn parse_accounts(
-    descr: &Source,
-    org: &Source,
-) -> (BTreeMap<Name, AccountRecord>, Vec<Diagnostic>) {
+pub fn parse_accounts(descr: &Source, org: &Source) -> (BTreeMap<Name, AccountRecord>, Vec<Diagnostic>) {
     let (d, mut diags) = parse_account_text(descr, DESCR_COLUMNS);
     let (o, d2) = parse_account_text(org, ORG_COLUMNS);
     diags.extend(d2);
@@ -715,19 +588,13 @@ pub fn parse_accounts(
             Some((_, org_text)) => {
                 out.insert(
                     name.clone(),
-                    AccountRecord {
-                        description: Some(text.clone()),
-                        organization: Some(org_text.clone()),
-                    },
+                    AccountRecord { description: Some(text.clone()), organization: Some(org_text.clone()) },
                 );
             }
             None => diags.push(error(
                 descr,
                 *line,
-                format!(
-                    "field Account: account `{name}` is not in {}",
-                    org.name.display()
-                ),
+                format!("field Account: account `{name}` is not in {}", org.name.display()),
             )),
         }
     }
@@ -736,10 +603,7 @@ pub fn parse_accounts(
             diags.push(error(
                 org,
                 *line,
-                format!(
-                    "field Account: account `{name}` is not in {}",
-                    descr.name.display()
-                ),
+                format!("field Account: account `{name}` is not in {}", descr.name.display()),
             ));
         }
     }
@@ -751,12 +615,7 @@ pub fn parse_qos(src: &Source) -> (BTreeMap<Name, Qos>, Vec<Diagnostic>) {
     let (rows, mut diags) = parse_rows(src, QOS_COLUMNS, true);
     let mut out = BTreeMap::new();
     for row in &rows {
-        let mut c = Cells {
-            src,
-            row,
-            columns: QOS_COLUMNS,
-            diags: &mut diags,
-        };
+        let mut c = Cells { src, row, columns: QOS_COLUMNS, diags: &mut diags };
         let name = c.name("Name", NameKind::Qos);
         let flags = c.get("Flags", parse_flags);
         let grp_tres_mins = c.get("GrpTRESMins", values::parse_tres);
@@ -764,42 +623,18 @@ pub fn parse_qos(src: &Source) -> (BTreeMap<Name, Qos>, Vec<Diagnostic>) {
         let grp_submit_jobs = c.get("GrpSubmitJobs", parse_int);
         let max_wall = c.get("MaxWall", opt_duration);
         let description = c.raw("Description").to_string();
-        let (
-            Some(name),
-            Some(flags),
-            Some(grp_tres_mins),
-            Some(grp_tres),
-            Some(grp_submit_jobs),
-            Some(max_wall),
-        ) = (
-            name,
-            flags,
-            grp_tres_mins,
-            grp_tres,
-            grp_submit_jobs,
-            max_wall,
-        )
+        let (Some(name), Some(flags), Some(grp_tres_mins), Some(grp_tres), Some(grp_submit_jobs), Some(max_wall)) =
+            (name, flags, grp_tres_mins, grp_tres, grp_submit_jobs, max_wall)
         else {
             continue;
         };
         if out.contains_key(&name) {
-            diags.push(error(
-                src,
-                row.line,
-                format!("field Name: QoS `{name}` is listed twice"),
-            ));
+            diags.push(error(src, row.line, format!("field Name: QoS `{name}` is listed twice")));
             continue;
         }
         out.insert(
             name,
-            Qos {
-                flags,
-                grp_tres_mins,
-                grp_tres,
-                grp_submit_jobs,
-                max_wall,
-                description: Some(description),
-            },
+            Qos { flags, grp_tres_mins, grp_tres, grp_submit_jobs, max_wall, description: Some(description) },
         );
     }
     (out, diags)
@@ -820,11 +655,7 @@ pub fn parse_state(raw: &RawReads) -> Result<State, Vec<Diagnostic>> {
     let (qos, d) = parse_qos(&raw.qos);
     diags.extend(d);
     if diags.is_empty() {
-        Ok(State {
-            clusters: cluster_states,
-            accounts,
-            qos,
-        })
+        Ok(State { clusters: cluster_states, accounts, qos })
     } else {
         crate::diag::sort(&mut diags);
         Err(diags)
@@ -837,25 +668,13 @@ pub fn parse_state(raw: &RawReads) -> Result<State, Vec<Diagnostic>> {
 /// A duration in minutes as sacctmgr prints it: `HH:MM:SS`, or `D-HH:MM:SS` from one day.
 pub fn format_duration(minutes: u64) -> String {
     let (d, h, m) = (minutes / 1440, (minutes % 1440) / 60, minutes % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:00")
-    } else {
-        format!("{h:02}:{m:02}:00")
-    }
+    if d > 0 { format!("{d}-{h:02}:{m:02}:00") } else { format!("{h:02}:{m:02}:00") }
 }
 
 /// A TRES map as sacctmgr prints it: sorted, integers, mem with an `M` suffix (`mem=1536M`).
 pub fn format_tres(t: &Tres) -> String {
-    let items: Vec<String> = t
-        .iter()
-        .map(|(k, v)| {
-            if k == "mem" {
-                format!("{k}={v}M")
-            } else {
-                format!("{k}={v}")
-            }
-        })
-        .collect();
+    let items: Vec<String> =
+        t.iter().map(|(k, v)| if k == "mem" { format!("{k}={v}M") } else { format!("{k}={v}") }).collect();
     items.join(",")
 }
 
@@ -876,9 +695,7 @@ fn opt_to_string<T: ToString>(v: &Option<T>) -> String {
 fn assoc_cells(a: &Assoc) -> Vec<String> {
     let l = &a.limits;
     vec![
-        l.fairshare
-            .map(|f| f.to_arg())
-            .unwrap_or_else(|| "1".into()),
+        l.fairshare.map(|f| f.to_arg()).unwrap_or_else(|| "1".into()),
         opt_to_string(&l.grp_jobs),
         opt_to_string(&l.grp_submit_jobs),
         format_tres(&l.grp_tres),
@@ -912,13 +729,8 @@ pub fn write_state(state: &State) -> RawReads {
     let mut defaults = Vec::new();
     for (cname, cs) in &state.clusters {
         for (name, parent, assoc) in cs.accounts.iter_sorted() {
-            let mut cells = vec![
-                cname.to_string(),
-                name.to_string(),
-                String::new(),
-                String::new(),
-                opt_to_string(&parent),
-            ];
+            let mut cells =
+                vec![cname.to_string(), name.to_string(), String::new(), String::new(), opt_to_string(&parent)];
             cells.extend(assoc_cells(assoc));
             assocs.push(cells.join("|"));
         }
@@ -937,16 +749,8 @@ pub fn write_state(state: &State) -> RawReads {
             defaults.push(format!("{cname}|{user}|{account}"));
         }
     }
-    let descr = state
-        .accounts
-        .iter()
-        .map(|(n, r)| format!("{n}|{}", r.description.as_deref().unwrap_or("")))
-        .collect();
-    let org = state
-        .accounts
-        .iter()
-        .map(|(n, r)| format!("{n}|{}", r.organization.as_deref().unwrap_or("")))
-        .collect();
+    let descr = state.accounts.iter().map(|(n, r)| format!("{n}|{}", r.description.as_deref().unwrap_or(""))).collect();
+    let org = state.accounts.iter().map(|(n, r)| format!("{n}|{}", r.organization.as_deref().unwrap_or(""))).collect();
     let qos = state
         .qos
         .iter()

@@ -27,10 +27,7 @@ impl Read {
 
     /// The full argv, program first.
     pub fn argv(&self) -> Vec<String> {
-        std::iter::once("sacctmgr")
-            .chain(self.args.iter().copied())
-            .map(String::from)
-            .collect()
+        std::iter::once("sacctmgr").chain(self.args.iter().copied()).map(String::from).collect()
     }
 }
 
@@ -43,11 +40,7 @@ pub const QOS: &str = "qos.txt";
 
 /// The reads of a snapshot, in the order they are taken.
 pub const READS: &[Read] = &[
-    Read {
-        file: CLUSTERS,
-        args: &["-n", "-P", "show", "cluster", "format=Cluster"],
-        what: "cluster names",
-    },
+    Read { file: CLUSTERS, args: &["-n", "-P", "show", "cluster", "format=Cluster"], what: "cluster names" },
     Read {
         file: ASSOCS,
         args: &[
@@ -63,14 +56,7 @@ pub const READS: &[Read] = &[
     },
     Read {
         file: DEFAULTS,
-        args: &[
-            "-n",
-            "-P",
-            "show",
-            "assoc",
-            "onlydefaults",
-            "format=Cluster,User,Account",
-        ],
+        args: &["-n", "-P", "show", "assoc", "onlydefaults", "format=Cluster,User,Account"],
         what: "each user's DefaultAccount per cluster",
     },
     Read {
@@ -85,13 +71,7 @@ pub const READS: &[Read] = &[
     },
     Read {
         file: QOS,
-        args: &[
-            "-n",
-            "-P",
-            "show",
-            "qos",
-            "format=Name,Flags,GrpTRESMins,GrpTRES,GrpSubmitJobs,MaxWall,Description",
-        ],
+        args: &["-n", "-P", "show", "qos", "format=Name,Flags,GrpTRESMins,GrpTRES,GrpSubmitJobs,MaxWall,Description"],
         what: "QoS objects",
     },
 ];
@@ -109,17 +89,12 @@ pub const VERSION_ARGS: &[&str] = &["-V"];
 pub fn parse_version(stdout: &str) -> Option<String> {
     let line = stdout.lines().map(str::trim).find(|l| !l.is_empty())?;
     let word = line.split_whitespace().last()?;
-    word.starts_with(|c: char| c.is_ascii_digit())
-        .then(|| word.to_string())
+    word.starts_with(|c: char| c.is_ascii_digit()).then(|| word.to_string())
 }
 
 /// The keywords of a read's `format=` argument, in order.
 pub fn format_columns(read: &Read) -> Vec<&'static str> {
-    read.args
-        .iter()
-        .find_map(|a| a.strip_prefix("format="))
-        .map(|f| f.split(',').collect())
-        .unwrap_or_default()
+    read.args.iter().find_map(|a| a.strip_prefix("format=")).map(|f| f.split(',').collect()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -128,15 +103,9 @@ mod tests {
 
     #[test]
     fn version_is_last_word() {
-        assert_eq!(
-            parse_version("slurm-wlm 22.05.8\n").as_deref(),
-            Some("22.05.8")
-        );
+        assert_eq!(parse_version("slurm-wlm 22.05.8\n").as_deref(), Some("22.05.8"));
         assert_eq!(parse_version("slurm 24.11.5").as_deref(), Some("24.11.5"));
-        assert_eq!(
-            parse_version("\n  slurm 24.11.5  \n"),
-            Some("24.11.5".into())
-        );
+        assert_eq!(parse_version("\n  slurm 24.11.5  \n"), Some("24.11.5".into()));
         assert_eq!(parse_version(""), None);
         assert_eq!(parse_version("garbage"), None);
     }
@@ -153,11 +122,6 @@ mod tests {
             assert!(!format_columns(r).is_empty());
         }
         assert_eq!(read_for(ASSOCS).unwrap().argv()[0], "sacctmgr");
-        assert!(
-            read_for(DEFAULTS)
-                .unwrap()
-                .command_line()
-                .starts_with("sacctmgr -n -P show assoc onlydefaults")
-        );
+        assert!(read_for(DEFAULTS).unwrap().command_line().starts_with("sacctmgr -n -P show assoc onlydefaults"));
     }
 }

@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::command::Command;
-use crate::model::{names::root, Assoc, ClusterState, Name, Qos, State, UserKey};
+use crate::model::{Assoc, ClusterState, Name, Qos, State, UserKey, names::root};
 
 /// Why a command would break a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,7 +112,9 @@ impl Sim {
                     if c.accounts.contains(n.as_str()) {
                         return err(format!("account `{n}` already exists on cluster `{cluster}`"));
                     }
-                    c.accounts.insert(n.clone(), parent.as_str(), assoc.clone()).map_err(|e| SimError(e.to_string()))?;
+                    c.accounts
+                        .insert(n.clone(), parent.as_str(), assoc.clone())
+                        .map_err(|e| SimError(e.to_string()))?;
                 }
                 for n in names {
                     check_subtree(c, n)?;
@@ -140,7 +142,11 @@ impl Sim {
                 for n in names {
                     check_subtree(c, n)?;
                 }
-                let probe = Assoc { qos: set.qos.clone().unwrap_or_default(), default_qos: set.default_qos.clone().flatten(), ..Default::default() };
+                let probe = Assoc {
+                    qos: set.qos.clone().unwrap_or_default(),
+                    default_qos: set.default_qos.clone().flatten(),
+                    ..Default::default()
+                };
                 self.check_qos_exist(&probe)?;
             }
             Command::ModifyAccountRecord { cluster, names, record } => {
@@ -213,17 +219,25 @@ impl Sim {
                     }
                 }
                 check_users(c, account, users)?;
-                let probe = Assoc { qos: set.qos.clone().unwrap_or_default(), default_qos: set.default_qos.clone().flatten(), ..Default::default() };
+                let probe = Assoc {
+                    qos: set.qos.clone().unwrap_or_default(),
+                    default_qos: set.default_qos.clone().flatten(),
+                    ..Default::default()
+                };
                 self.check_qos_exist(&probe)?;
             }
             Command::SetDefaultAccount { cluster, users, account } => {
                 let c = self.cluster_mut(cluster)?;
                 for u in users {
                     if !c.is_associated(u, account) {
-                        return err(format!("user `{u}` is not associated with new default account `{account}` on `{cluster}`"));
+                        return err(format!(
+                            "user `{u}` is not associated with new default account `{account}` on `{cluster}`"
+                        ));
                     }
                     if c.defaults.get(u) == Some(account) {
-                        return err(format!("`{account}` is already the default account of `{u}` on `{cluster}` (a no-op)"));
+                        return err(format!(
+                            "`{account}` is already the default account of `{u}` on `{cluster}` (a no-op)"
+                        ));
                     }
                     c.defaults.insert(u.clone(), account.clone());
                 }
@@ -306,7 +320,11 @@ fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a
     if let Some(d) = def
         && !eff.contains(d)
     {
-        return err(format!("user association {} would have DefaultQOS `{d}` outside its QoS list [{}]", show_key(k), list(&eff)));
+        return err(format!(
+            "user association {} would have DefaultQOS `{d}` outside its QoS list [{}]",
+            show_key(k),
+            list(&eff)
+        ));
     }
     Ok(())
 }
@@ -339,7 +357,9 @@ pub fn check_state(state: &State) -> Vec<SimError> {
         for (user, accts) in &index {
             match c.defaults.get(*user) {
                 Some(d) if accts.contains(d) => {}
-                Some(d) => out.push(SimError(format!("on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"))),
+                Some(d) => out.push(SimError(format!(
+                    "on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"
+                ))),
                 None => out.push(SimError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
             }
         }
@@ -376,7 +396,13 @@ pub fn check_user_change(c: &ClusterState, key: &UserKey, new: &Assoc) -> Result
     check_user(&eff, def, key, new)
 }
 
-fn walk(c: &ClusterState, acct: &Name, over: Option<&Assoc>, peff: &BTreeSet<Name>, pdef: Option<&Name>) -> Result<(), SimError> {
+fn walk(
+    c: &ClusterState,
+    acct: &Name,
+    over: Option<&Assoc>,
+    peff: &BTreeSet<Name>,
+    pdef: Option<&Name>,
+) -> Result<(), SimError> {
     let node = c.accounts.get(acct.as_str()).ok_or_else(|| SimError(format!("no account `{acct}`")))?;
     let assoc = over.unwrap_or(&node.assoc);
     let eff = assoc.qos.effective(peff);

@@ -33,30 +33,19 @@ pub struct Manifest {
 
 impl Manifest {
     /// A manifest for a snapshot taken with [`READS`].
-    pub fn new(
-        slurm_version: Option<String>,
-        created: impl Into<String>,
-        clusters: Vec<String>,
-    ) -> Manifest {
+    pub fn new(slurm_version: Option<String>, created: impl Into<String>, clusters: Vec<String>) -> Manifest {
         Manifest {
             format: FORMAT,
             slurm_version,
             created: created.into(),
             clusters,
-            reads: READS
-                .iter()
-                .map(|r| (r.file.to_string(), r.argv()))
-                .collect(),
+            reads: READS.iter().map(|r| (r.file.to_string(), r.argv())).collect(),
         }
     }
 }
 
 fn file_error(path: &Path, message: impl Into<String>) -> Diagnostic {
-    Diagnostic::error("bad-snapshot", message).at(Location {
-        file: path.to_path_buf(),
-        line: 0,
-        column: 0,
-    })
+    Diagnostic::error("bad-snapshot", message).at(Location { file: path.to_path_buf(), line: 0, column: 0 })
 }
 
 /// Read every file of a snapshot directory. A missing data file is an error whose hint names
@@ -64,16 +53,8 @@ fn file_error(path: &Path, message: impl Into<String>) -> Diagnostic {
 pub fn read_dir(dir: &Path) -> Result<(RawReads, Option<Manifest>), Vec<Diagnostic>> {
     if !dir.is_dir() {
         return Err(vec![
-            file_error(
-                dir,
-                format!(
-                    "snapshot directory `{}` does not exist or is not a directory",
-                    dir.display()
-                ),
-            )
-            .hint(
-                "take a snapshot first, or pass the directory that holds assocs.txt, qos.txt, ...",
-            ),
+            file_error(dir, format!("snapshot directory `{}` does not exist or is not a directory", dir.display()))
+                .hint("take a snapshot first, or pass the directory that holds assocs.txt, qos.txt, ..."),
         ]);
     }
     let mut raw = RawReads::default();
@@ -84,10 +65,7 @@ pub fn read_dir(dir: &Path) -> Result<(RawReads, Option<Manifest>), Vec<Diagnost
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(t) => t,
                 Err(e) => {
-                    diags.push(file_error(
-                        &path,
-                        format!("`{}` is not valid UTF-8 ({e})", read.file),
-                    ));
+                    diags.push(file_error(&path, format!("`{}` is not valid UTF-8 ({e})", read.file)));
                     continue;
                 }
             },
@@ -97,20 +75,13 @@ pub fn read_dir(dir: &Path) -> Result<(RawReads, Option<Manifest>), Vec<Diagnost
                         "missing-snapshot-file",
                         format!("snapshot file `{}` ({}) is missing", read.file, read.what),
                     )
-                    .at(Location {
-                        file: path.clone(),
-                        line: 0,
-                        column: 0,
-                    })
+                    .at(Location { file: path.clone(), line: 0, column: 0 })
                     .hint(format!("it holds the stdout of `{}`", read.command_line())),
                 );
                 continue;
             }
             Err(e) => {
-                diags.push(file_error(
-                    &path,
-                    format!("cannot read `{}`: {e}", read.file),
-                ));
+                diags.push(file_error(&path, format!("cannot read `{}`: {e}", read.file)));
                 continue;
             }
         };
@@ -125,11 +96,7 @@ pub fn read_dir(dir: &Path) -> Result<(RawReads, Option<Manifest>), Vec<Diagnost
             None
         }
     };
-    if diags.is_empty() {
-        Ok((raw, manifest))
-    } else {
-        Err(diags)
-    }
+    if diags.is_empty() { Ok((raw, manifest)) } else { Err(diags) }
 }
 
 fn read_manifest(path: &Path) -> Result<Option<Manifest>, Diagnostic> {
@@ -139,11 +106,7 @@ fn read_manifest(path: &Path) -> Result<Option<Manifest>, Diagnostic> {
         Err(e) => return Err(file_error(path, format!("cannot read {MANIFEST}: {e}"))),
     };
     let m: Manifest = serde_json::from_str(&text).map_err(|e| {
-        Diagnostic::error(
-            "bad-manifest",
-            format!("{MANIFEST} is not a valid manifest: {e}"),
-        )
-        .at(Location {
+        Diagnostic::error("bad-manifest", format!("{MANIFEST} is not a valid manifest: {e}")).at(Location {
             file: path.to_path_buf(),
             line: e.line(),
             column: e.column(),
@@ -152,16 +115,9 @@ fn read_manifest(path: &Path) -> Result<Option<Manifest>, Diagnostic> {
     if m.format != FORMAT {
         return Err(Diagnostic::error(
             "bad-manifest",
-            format!(
-                "{MANIFEST} has format {}, this slurmplan reads format {FORMAT}",
-                m.format
-            ),
+            format!("{MANIFEST} has format {}, this slurmplan reads format {FORMAT}", m.format),
         )
-        .at(Location {
-            file: path.to_path_buf(),
-            line: 0,
-            column: 0,
-        }));
+        .at(Location { file: path.to_path_buf(), line: 0, column: 0 }));
     }
     Ok(Some(m))
 }
@@ -173,11 +129,7 @@ pub fn load(dir: &Path) -> Result<State, Vec<Diagnostic>> {
 }
 
 /// Write `files` (file name, raw text) and `manifest.json` into `dir`, creating it if needed.
-pub fn write_dir(
-    dir: &Path,
-    files: &[(&'static str, String)],
-    manifest: &Manifest,
-) -> std::io::Result<()> {
+pub fn write_dir(dir: &Path, files: &[(&'static str, String)], manifest: &Manifest) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for (name, text) in files {
         std::fs::write(dir.join(name), text)?;
@@ -208,11 +160,7 @@ mod tests {
     fn write_then_load() {
         let dir = tempfile::tempdir().unwrap();
         let sub = dir.path().join("snap");
-        let m = Manifest::new(
-            Some("22.05.8".into()),
-            "2025-01-01T00:00:00Z",
-            vec!["c1".into()],
-        );
+        let m = Manifest::new(Some("22.05.8".into()), "2025-01-01T00:00:00Z", vec!["c1".into()]);
         write_dir(&sub, &sample_files(), &m).unwrap();
         let (raw, got) = read_dir(&sub).unwrap();
         assert_eq!(got, Some(m));
@@ -220,19 +168,13 @@ mod tests {
         assert_eq!(load(&sub).unwrap(), state);
         assert_eq!(state.clusters["c1"].defaults["u1"].as_str(), "phys");
         // the manifest is plain JSON with the exact commands
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(sub.join(MANIFEST)).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(sub.join(MANIFEST)).unwrap()).unwrap();
         assert_eq!(v["format"], 1);
         assert_eq!(v["reads"]["assocs.txt"][0], "sacctmgr");
         assert_eq!(v["reads"]["assocs.txt"][6], "withrawqos");
         // write_state output can be written and loaded back
         let dir2 = dir.path().join("again");
-        write_dir(
-            &dir2,
-            &write_state(&state).to_files(),
-            &Manifest::new(None, "t", vec![]),
-        )
-        .unwrap();
+        write_dir(&dir2, &write_state(&state).to_files(), &Manifest::new(None, "t", vec![])).unwrap();
         assert_eq!(load(&dir2).unwrap(), state);
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir2.join(MANIFEST)).unwrap()).unwrap();
@@ -254,18 +196,10 @@ mod tests {
         assert_eq!(errs[0].code, "missing-snapshot-file");
         let hint = errs[0].hint.as_deref().unwrap();
         assert!(
-            hint.contains(
-                "sacctmgr -n -P show assoc wopl withrawqos format=Cluster,Account,User,Partition"
-            ),
+            hint.contains("sacctmgr -n -P show assoc wopl withrawqos format=Cluster,Account,User,Partition"),
             "{hint}"
         );
-        assert!(
-            errs[1]
-                .hint
-                .as_deref()
-                .unwrap()
-                .contains("sacctmgr -n -P show qos format=Name,Flags")
-        );
+        assert!(errs[1].hint.as_deref().unwrap().contains("sacctmgr -n -P show qos format=Name,Flags"));
     }
 
     #[test]
@@ -274,7 +208,11 @@ mod tests {
         for (f, t) in sample_files() {
             std::fs::write(dir.path().join(f), t).unwrap();
         }
-        std::fs::write(dir.path().join(MANIFEST), "{\"format\": 2, \"slurm_version\": null, \"created\": \"x\", \"clusters\": [], \"reads\": {}}").unwrap();
+        std::fs::write(
+            dir.path().join(MANIFEST),
+            "{\"format\": 2, \"slurm_version\": null, \"created\": \"x\", \"clusters\": [], \"reads\": {}}",
+        )
+        .unwrap();
         let errs = read_dir(dir.path()).unwrap_err();
         assert_eq!(errs[0].code, "bad-manifest");
         std::fs::write(dir.path().join(MANIFEST), "{not json").unwrap();

@@ -7,14 +7,7 @@ fn n(s: &str) -> Name {
     Name::strict(s, NameKind::User).unwrap()
 }
 
-fn raw(
-    clusters: &str,
-    assocs: &str,
-    defaults: &str,
-    descr: &str,
-    org: &str,
-    qos: &str,
-) -> RawReads {
+fn raw(clusters: &str, assocs: &str, defaults: &str, descr: &str, org: &str, qos: &str) -> RawReads {
     RawReads {
         clusters: Source::new("clusters.txt", clusters),
         assocs: Source::new("assocs.txt", assocs),
@@ -29,13 +22,7 @@ fn raw(
 fn arow(cells: &[(&str, &str)]) -> String {
     ASSOC_COLUMNS
         .iter()
-        .map(|c| {
-            cells
-                .iter()
-                .find(|(k, _)| k == c)
-                .map(|(_, v)| *v)
-                .unwrap_or("")
-        })
+        .map(|c| cells.iter().find(|(k, _)| k == c).map(|(_, v)| *v).unwrap_or(""))
         .collect::<Vec<_>>()
         .join("|")
 }
@@ -75,11 +62,7 @@ fn rows_tolerate_final_newline_and_crlf_only() {
     let (rows, d) = parse_rows(&s, &["X", "Y"], false);
     assert!(rows.is_empty());
     assert_eq!(d.len(), 2);
-    assert!(
-        d[0].message.contains("expected 2 fields (X|Y), found 1"),
-        "{}",
-        d[0].message
-    );
+    assert!(d[0].message.contains("expected 2 fields (X|Y), found 1"), "{}", d[0].message);
     // free text keeps its pipes
     let (rows, d) = parse_rows(&s, &["X", "Y"], true);
     assert_eq!(d.len(), 1);
@@ -89,23 +72,14 @@ fn rows_tolerate_final_newline_and_crlf_only() {
 #[test]
 fn qos_lists() {
     assert_eq!(parse_qos_list("").unwrap(), QosList::Inherit);
-    assert_eq!(
-        parse_qos_list("hi,normal").unwrap(),
-        QosList::Set([n("hi"), n("normal")].into())
-    );
+    assert_eq!(parse_qos_list("hi,normal").unwrap(), QosList::Set([n("hi"), n("normal")].into()));
     assert_eq!(
         parse_qos_list("-normal").unwrap(),
-        QosList::Delta {
-            add: BTreeSet::new(),
-            remove: [n("normal")].into()
-        }
+        QosList::Delta { add: BTreeSet::new(), remove: [n("normal")].into() }
     );
     assert_eq!(
         parse_qos_list("+hi,-normal").unwrap(),
-        QosList::Delta {
-            add: [n("hi")].into(),
-            remove: [n("normal")].into()
-        }
+        QosList::Delta { add: [n("hi")].into(), remove: [n("normal")].into() }
     );
     assert!(parse_qos_list("hi,-normal").unwrap_err().contains("mixes"));
     assert!(parse_qos_list("hi,,lo").is_err());
@@ -123,36 +97,20 @@ fn ints_and_print_forms() {
     assert_eq!(format_duration(90), "01:30:00");
     assert_eq!(format_duration(1440), "1-00:00:00");
     assert_eq!(format_duration(2), "00:02:00");
-    assert_eq!(
-        values::parse_duration(&format_duration(u64::MAX)).unwrap(),
-        u64::MAX
-    );
+    assert_eq!(values::parse_duration(&format_duration(u64::MAX)).unwrap(), u64::MAX);
     let t: Tres = [("cpu".to_string(), 100), ("mem".to_string(), 1536)].into();
     assert_eq!(format_tres(&t), "cpu=100,mem=1536M");
     assert_eq!(values::parse_tres("mem=1536M").unwrap()["mem"], 1536);
     assert_eq!(values::parse_tres(&format_tres(&t)).unwrap(), t);
-    assert_eq!(
-        parse_flags("DenyOnLimit,NoDecay").unwrap(),
-        ["denyonlimit".to_string(), "nodecay".to_string()].into()
-    );
+    assert_eq!(parse_flags("DenyOnLimit,NoDecay").unwrap(), ["denyonlimit".to_string(), "nodecay".to_string()].into());
     assert!(parse_flags("a,,b").is_err());
 }
 
 #[test]
 fn a_small_state() {
     let assocs = [
-        arow(&[
-            ("Cluster", "c1"),
-            ("Account", "root"),
-            ("Share", "1"),
-            ("QOS", "normal"),
-        ]),
-        arow(&[
-            ("Cluster", "c1"),
-            ("Account", "root"),
-            ("User", "root"),
-            ("Share", "1"),
-        ]),
+        arow(&[("Cluster", "c1"), ("Account", "root"), ("Share", "1"), ("QOS", "normal")]),
+        arow(&[("Cluster", "c1"), ("Account", "root"), ("User", "root"), ("Share", "1")]),
         arow(&[
             ("Cluster", "c1"),
             ("Account", "phys"),
@@ -175,12 +133,7 @@ fn a_small_state() {
             ("Share", "parent"),
             ("QOS", "-normal"),
         ]),
-        arow(&[
-            ("Cluster", "c1"),
-            ("Account", "sub1"),
-            ("User", "BobUpper"),
-            ("Partition", "debug"),
-        ]),
+        arow(&[("Cluster", "c1"), ("Account", "sub1"), ("User", "BobUpper"), ("Partition", "debug")]),
     ]
     .join("\n");
     let r = raw(
@@ -203,20 +156,10 @@ fn a_small_state() {
     assert_eq!(phys.limits.grp_wall, Some(1440));
     assert_eq!(phys.limits.grp_submit_jobs, Some(0));
     assert_eq!(phys.default_qos, Some(n("hi")));
-    assert_eq!(
-        c1.accounts.get("root").unwrap().assoc.limits.fairshare,
-        None
-    );
-    assert_eq!(
-        c1.accounts.get("sub1").unwrap().assoc.limits.fairshare,
-        Some(Fairshare::Parent)
-    );
+    assert_eq!(c1.accounts.get("root").unwrap().assoc.limits.fairshare, None);
+    assert_eq!(c1.accounts.get("sub1").unwrap().assoc.limits.fairshare, Some(Fairshare::Parent));
     assert_eq!(c1.accounts.effective_qos("sub1"), [n("hi")].into());
-    let key = UserKey {
-        account: n("sub1"),
-        user: n("BobUpper"),
-        partition: Some(n("debug")),
-    };
+    let key = UserKey { account: n("sub1"), user: n("BobUpper"), partition: Some(n("debug")) };
     assert!(c1.users.contains_key(&key));
     assert_eq!(c1.defaults[&n("BobUpper")], n("sub1"));
     assert_eq!(s.accounts["phys"].description.as_deref(), Some("has|pipe"));
@@ -225,10 +168,7 @@ fn a_small_state() {
     assert_eq!(lo.flags.len(), 2);
     assert_eq!(lo.max_wall, Some(60));
     assert_eq!(lo.description.as_deref(), Some("low|er"));
-    assert_eq!(
-        s.qos["normal"].description.as_deref(),
-        Some("Normal QOS default")
-    );
+    assert_eq!(s.qos["normal"].description.as_deref(), Some("Normal QOS default"));
     // and the renderer gives it back
     assert_eq!(parse_state(&write_state(&s)).unwrap(), s);
 }
@@ -237,40 +177,16 @@ fn a_small_state() {
 fn every_error_is_reported_with_file_line_and_field() {
     let assocs = [
         arow(&[("Cluster", "c1"), ("Account", "root")]), // 1 ok
-        arow(&[
-            ("Cluster", "c1"),
-            ("Account", "a b"),
-            ("ParentName", "root"),
-        ]), // 2 bad name
-        arow(&[
-            ("Cluster", "c1"),
-            ("Account", "x"),
-            ("ParentName", "root"),
-            ("GrpJobs", "-1"),
-        ]), // 3 negative
+        arow(&[("Cluster", "c1"), ("Account", "a b"), ("ParentName", "root")]), // 2 bad name
+        arow(&[("Cluster", "c1"), ("Account", "x"), ("ParentName", "root"), ("GrpJobs", "-1")]), // 3 negative
         arow(&[("Cluster", "c1"), ("Account", "y")]),    // 4 no parent
         arow(&[("Cluster", "c1"), ("Account", "z"), ("ParentName", "nope")]), // 5 missing parent
-        arow(&[
-            ("Cluster", "c1"),
-            ("Account", "w"),
-            ("ParentName", "root"),
-            ("Partition", "p"),
-        ]), // 6 partition
+        arow(&[("Cluster", "c1"), ("Account", "w"), ("ParentName", "root"), ("Partition", "p")]), // 6 partition
         arow(&[("Cluster", "c1"), ("Account", "ghost"), ("User", "u1")]), // 7 no account row
         arow(&[("Cluster", "c9"), ("Account", "root")]), // 8 unknown cluster
         arow(&[("Cluster", "c9"), ("Account", "a"), ("ParentName", "root")]), // 9 (reported once)
-        arow(&[
-            ("Cluster", "c1"),
-            ("Account", "v"),
-            ("ParentName", "root"),
-            ("QOS", "a,+b"),
-        ]), // 10 mixed qos
-        arow(&[
-            ("Cluster", "c1"),
-            ("Account", "t"),
-            ("ParentName", "root"),
-            ("MaxWall", "00:00:30"),
-        ]), // 11 seconds
+        arow(&[("Cluster", "c1"), ("Account", "v"), ("ParentName", "root"), ("QOS", "a,+b")]), // 10 mixed qos
+        arow(&[("Cluster", "c1"), ("Account", "t"), ("ParentName", "root"), ("MaxWall", "00:00:30")]), // 11 seconds
         arow(&[("Cluster", "c1"), ("Account", "root"), ("ParentName", "x")]), // 12 dup root
         "c1|too|few".to_string(),                        // 13
     ]
@@ -305,11 +221,7 @@ fn every_error_is_reported_with_file_line_and_field() {
         "qos.txt:3: error[bad-snapshot]: field Flags: `Bogus Flag` is not a QoS flag",
     ];
     for w in want {
-        assert!(
-            errs.iter().any(|e| e.starts_with(w)),
-            "missing {w:?} in\n{}",
-            errs.join("\n")
-        );
+        assert!(errs.iter().any(|e| e.starts_with(w)), "missing {w:?} in\n{}", errs.join("\n"));
     }
     assert_eq!(errs.len(), want.len(), "{}", errs.join("\n"));
 }
@@ -325,9 +237,7 @@ fn cycles_are_reported() {
     let errs = errors_of(parse_state(&raw("c1", &assocs, "", "", "", "")));
     assert_eq!(errs.len(), 1);
     assert!(
-        errs[0].starts_with(
-            "assocs.txt:2: error[bad-snapshot]: field ParentName: on cluster `c1`: accounts"
-        ),
+        errs[0].starts_with("assocs.txt:2: error[bad-snapshot]: field ParentName: on cluster `c1`: accounts"),
         "{errs:?}"
     );
 }
@@ -342,11 +252,7 @@ fn upper_case_where_sacctmgr_lower_cases_is_an_error() {
 // ---- property tests ------------------------------------------------------------------------
 
 fn any_text() -> impl Strategy<Value = String> {
-    prop_oneof![
-        ".*",
-        "[a-z|\n\r,=+:.0-9-]{0,60}",
-        "(([a-z0-9]{0,4}\\|){0,20}[a-z0-9=,+-]{0,6}\n){0,4}",
-    ]
+    prop_oneof![".*", "[a-z|\n\r,=+:.0-9-]{0,60}", "(([a-z0-9]{0,4}\\|){0,20}[a-z0-9=,+-]{0,6}\n){0,4}",]
 }
 
 proptest! {
@@ -396,30 +302,18 @@ fn name_in(re: &'static str, kind: NameKind) -> impl Strategy<Value = Name> {
 }
 
 fn account_name() -> impl Strategy<Value = Name> {
-    name_in("[a-z][a-z0-9_.-]{0,6}", NameKind::Account)
-        .prop_filter("not root", |n| n.as_str() != "root")
+    name_in("[a-z][a-z0-9_.-]{0,6}", NameKind::Account).prop_filter("not root", |n| n.as_str() != "root")
 }
 
 fn qos_name() -> BoxedStrategy<Name> {
-    prop_oneof![
-        Just(n("normal")),
-        Just(n("hi")),
-        name_in("[a-z0-9][a-z0-9_.-]{0,5}", NameKind::Qos)
-    ]
-    .boxed()
+    prop_oneof![Just(n("normal")), Just(n("hi")), name_in("[a-z0-9][a-z0-9_.-]{0,5}", NameKind::Qos)].boxed()
 }
 
 fn tres() -> impl Strategy<Value = Tres> {
-    proptest::collection::btree_map(
-        "cpu|mem|node|billing|gres/gpu|gres/gpu:a100",
-        any::<u64>(),
-        0..3,
-    )
+    proptest::collection::btree_map("cpu|mem|node|billing|gres/gpu|gres/gpu:a100", any::<u64>(), 0..3)
 }
 
-fn opt<T: std::fmt::Debug + Clone + 'static>(
-    s: impl Strategy<Value = T> + 'static,
-) -> BoxedStrategy<Option<T>> {
+fn opt<T: std::fmt::Debug + Clone + 'static>(s: impl Strategy<Value = T> + 'static) -> BoxedStrategy<Option<T>> {
     proptest::option::of(s).boxed()
 }
 
@@ -438,26 +332,11 @@ fn assoc() -> impl Strategy<Value = Assoc> {
     let fs = prop_oneof![
         Just(None),
         Just(Some(Fairshare::Parent)),
-        any::<u32>()
-            .prop_filter("1 is unset", |n| *n != 1)
-            .prop_map(|n| Some(Fairshare::Shares(n))),
+        any::<u32>().prop_filter("1 is unset", |n| *n != 1).prop_map(|n| Some(Fairshare::Shares(n))),
     ];
     (
-        (
-            fs,
-            opt(any::<u64>()),
-            opt(any::<u64>()),
-            tres(),
-            tres(),
-            opt(any::<u64>()),
-        ),
-        (
-            opt(any::<u64>()),
-            opt(any::<u64>()),
-            tres(),
-            tres(),
-            opt(any::<u64>()),
-        ),
+        (fs, opt(any::<u64>()), opt(any::<u64>()), tres(), tres(), opt(any::<u64>())),
+        (opt(any::<u64>()), opt(any::<u64>()), tres(), tres(), opt(any::<u64>())),
         qos_list(),
         opt(qos_name()),
     )
@@ -501,56 +380,34 @@ fn cluster_state() -> impl Strategy<Value = ClusterState> {
         ),
         0..5,
     );
-    (
-        any::<bool>(),
-        accounts,
-        proptest::collection::vec((any::<proptest::sample::Index>(), assoc()), 7),
-        users,
-    )
-        .prop_map(
-            |(empty, accounts, picks, users): (bool, BTreeSet<Name>, Vec<_>, Vec<UserSpec>)| {
-                if empty {
-                    return ClusterState::default();
+    (any::<bool>(), accounts, proptest::collection::vec((any::<proptest::sample::Index>(), assoc()), 7), users)
+        .prop_map(|(empty, accounts, picks, users): (bool, BTreeSet<Name>, Vec<_>, Vec<UserSpec>)| {
+            if empty {
+                return ClusterState::default();
+            }
+            let mut order = vec![crate::model::names::root()];
+            order.extend(accounts);
+            let mut items = Vec::new();
+            for (i, name) in order.iter().enumerate() {
+                let (pick, a) = &picks[i];
+                let parent = if i == 0 { None } else { Some(order[pick.index(i)].clone()) };
+                items.push((name.clone(), parent, a.clone()));
+            }
+            let accounts = AccountGraph::build(items).expect("a valid tree");
+            let mut cs = ClusterState { accounts, ..Default::default() };
+            for (user, pick, partition, a, is_default) in users {
+                let account = order[pick.index(order.len())].clone();
+                if is_default {
+                    cs.defaults.insert(user.clone(), account.clone());
                 }
-                let mut order = vec![crate::model::names::root()];
-                order.extend(accounts);
-                let mut items = Vec::new();
-                for (i, name) in order.iter().enumerate() {
-                    let (pick, a) = &picks[i];
-                    let parent = if i == 0 {
-                        None
-                    } else {
-                        Some(order[pick.index(i)].clone())
-                    };
-                    items.push((name.clone(), parent, a.clone()));
-                }
-                let accounts = AccountGraph::build(items).expect("a valid tree");
-                let mut cs = ClusterState {
-                    accounts,
-                    ..Default::default()
-                };
-                for (user, pick, partition, a, is_default) in users {
-                    let account = order[pick.index(order.len())].clone();
-                    if is_default {
-                        cs.defaults.insert(user.clone(), account.clone());
-                    }
-                    cs.users.insert(
-                        UserKey {
-                            account,
-                            user,
-                            partition,
-                        },
-                        a,
-                    );
-                }
-                cs
-            },
-        )
+                cs.users.insert(UserKey { account, user, partition }, a);
+            }
+            cs
+        })
 }
 
 fn free_text() -> impl Strategy<Value = String> {
-    prop_oneof!["[ -~]{0,20}", "\\PC{0,12}"]
-        .prop_filter("no line breaks", |s: &String| !s.contains(['\n', '\r']))
+    prop_oneof!["[ -~]{0,20}", "\\PC{0,12}"].prop_filter("no line breaks", |s: &String| !s.contains(['\n', '\r']))
 }
 
 fn qos_obj() -> impl Strategy<Value = Qos> {
@@ -562,51 +419,33 @@ fn qos_obj() -> impl Strategy<Value = Qos> {
         opt(any::<u64>()),
         free_text(),
     )
-        .prop_map(
-            |(flags, grp_tres_mins, grp_tres, grp_submit_jobs, max_wall, d)| Qos {
-                flags,
-                grp_tres_mins,
-                grp_tres,
-                grp_submit_jobs,
-                max_wall,
-                description: Some(d),
-            },
-        )
+        .prop_map(|(flags, grp_tres_mins, grp_tres, grp_submit_jobs, max_wall, d)| Qos {
+            flags,
+            grp_tres_mins,
+            grp_tres,
+            grp_submit_jobs,
+            max_wall,
+            description: Some(d),
+        })
 }
 
 fn state_strategy() -> impl Strategy<Value = State> {
     (
-        proptest::collection::btree_map(
-            name_in("[a-z][a-z0-9-]{0,5}", NameKind::Cluster),
-            cluster_state(),
-            0..3,
-        ),
+        proptest::collection::btree_map(name_in("[a-z][a-z0-9-]{0,5}", NameKind::Cluster), cluster_state(), 0..3),
         proptest::collection::vec((free_text(), free_text()), 8),
         proptest::collection::btree_map(qos_name(), qos_obj(), 0..4),
     )
         .prop_map(|(clusters, texts, qos)| {
-            let names: BTreeSet<Name> = clusters
-                .values()
-                .flat_map(|c| c.accounts.names().into_iter().cloned())
-                .collect();
+            let names: BTreeSet<Name> =
+                clusters.values().flat_map(|c| c.accounts.names().into_iter().cloned()).collect();
             let accounts = names
                 .into_iter()
                 .enumerate()
                 .map(|(i, name)| {
                     let (d, o) = texts[i % texts.len()].clone();
-                    (
-                        name,
-                        AccountRecord {
-                            description: Some(d),
-                            organization: Some(o),
-                        },
-                    )
+                    (name, AccountRecord { description: Some(d), organization: Some(o) })
                 })
                 .collect();
-            State {
-                clusters,
-                accounts,
-                qos,
-            }
+            State { clusters, accounts, qos }
         })
 }
