@@ -7,3 +7,5 @@ pub mod parse;
 pub mod reads;
 pub mod sim;
 pub mod snapshot;
+pub mod runner;
+pub mod live;
