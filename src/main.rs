@@ -1,3 +1,6 @@
+//! The `slurmplan` binary: a thin main; everything is in `cli`.
+mod cli;
+
 fn main() {
-    println!("Hello, world!");
+    std::process::exit(cli::main());
 }

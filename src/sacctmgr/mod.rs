@@ -3,9 +3,9 @@
 //! in-memory model of slurmdbd's rules (`sim`) and the one process spawn (`runner`).
 
 pub mod command;
+pub mod live;
 pub mod parse;
 pub mod reads;
+pub mod runner;
 pub mod sim;
 pub mod snapshot;
-pub mod runner;
-pub mod live;

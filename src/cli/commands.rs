@@ -1,0 +1,257 @@
+//! The subcommands: glue between parsed arguments and the library layers.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use slurmplan::diag::{self, Diagnostic};
+use slurmplan::model::State;
+use slurmplan::plan::{self, Plan};
+use slurmplan::render::{self, Format, Options};
+use slurmplan::sacctmgr::runner::ProcessRunner;
+use slurmplan::sacctmgr::{live, parse, reads, snapshot};
+use slurmplan::{desired, model};
+
+use super::args::{DumpArgs, Global, PlanArgs, ShowArgs, ValidateArgs};
+use super::{Cli, Cmd, EXIT_CHANGES, EXIT_OK, Failure, Outcome, use_color};
+
+pub fn run(cli: Cli) -> Outcome {
+    let g = cli.global;
+    match cli.command {
+        Cmd::Dump(a) => dump(&g, a),
+        Cmd::Plan(a) => plan_cmd(&g, a),
+        Cmd::Show(a) => show(&g, a),
+        Cmd::Validate(a) => validate(a),
+    }
+}
+
+/// Print diagnostics to stderr; return whether any was an error.
+pub fn print_diags(diags: &mut [Diagnostic]) -> bool {
+    diag::sort(diags);
+    for d in diags.iter() {
+        eprintln!("{d}");
+    }
+    diag::has_errors(diags)
+}
+
+pub fn runner(g: &Global) -> Result<ProcessRunner, Failure> {
+    let program = g.sacctmgr.clone().unwrap_or_else(|| PathBuf::from("sacctmgr"));
+    let prefix: Vec<String> = g.exec_prefix.as_deref().unwrap_or("").split_whitespace().map(str::to_string).collect();
+    if g.timeout == 0 {
+        return Err(Failure::new("`--timeout 0` would kill every sacctmgr call")
+            .hint("give a timeout in seconds, e.g. 120")
+            .code(super::EXIT_USAGE));
+    }
+    Ok(ProcessRunner::new(program, prefix, Duration::from_secs(g.timeout)))
+}
+
+/// Current state from a snapshot dir, or live.
+pub fn current_state(g: &Global, dir: Option<&Path>) -> Result<State, Failure> {
+    match dir {
+        Some(dir) => snapshot::load(dir).map_err(|mut d| {
+            print_diags(&mut d);
+            Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
+        }),
+        None => {
+            let r = runner(g)?;
+            eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
+            let raw = live::read_all(&r).map_err(|e| {
+                Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
+                    "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",
+                )
+            })?;
+            parse::parse_state(&raw).map_err(|mut d| {
+                print_diags(&mut d);
+                Failure::new("sacctmgr printed output slurmplan cannot parse")
+                    .hint("run `slurmplan dump -o DIR` and attach DIR to a bug report")
+            })
+        }
+    }
+}
+
+pub fn load_desired(path: &Path) -> Result<desired::Desired, Failure> {
+    match desired::load_file(path) {
+        Ok(d) => {
+            let mut w = d.warnings.clone();
+            print_diags(&mut w);
+            Ok(d)
+        }
+        Err(mut diags) => {
+            print_diags(&mut diags);
+            let n = diags.iter().filter(|d| d.is_error()).count();
+            Err(Failure::new(format!("`{}` has {n} error(s); nothing was planned", path.display())))
+        }
+    }
+}
+
+pub fn resolve(d: &desired::Desired, current: &State) -> Result<desired::resolve::Resolved, Failure> {
+    match desired::resolve::resolve(d, current) {
+        Ok(r) => {
+            let mut w = r.warnings.clone();
+            print_diags(&mut w);
+            Ok(r)
+        }
+        Err(mut diags) => {
+            print_diags(&mut diags);
+            let n = diags.iter().filter(|d| d.is_error()).count();
+            Err(Failure::new(format!(
+                "`{}` does not fit the current state ({n} error(s)); nothing was planned",
+                d.path.display()
+            )))
+        }
+    }
+}
+
+/// Refuse plans that delete too much (design.md section 5).
+pub fn mass_delete_guard(plan: &Plan, managed: usize, allow: bool) -> Result<(), Failure> {
+    let deletes = plan.summary.destroy;
+    let limit = std::cmp::max(20, managed / 10);
+    if deletes > limit && !allow {
+        return Err(Failure::new(format!(
+            "the plan deletes {deletes} objects, more than the limit of {limit} (max of 20 and 10% of {managed} managed objects)"
+        ))
+        .hint("check the desired state (an empty or truncated export?); if the deletes are intended, re-run with --allow-mass-delete"));
+    }
+    Ok(())
+}
+
+/// Write a file atomically (temp file in the same directory + rename).
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), Failure> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp =
+        dir.join(format!(".{}.tmp-{}", path.file_name().and_then(|s| s.to_str()).unwrap_or("out"), std::process::id()));
+    let res = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Failure::new(format!("cannot write `{}`", path.display())).cause(e.to_string()));
+    }
+    Ok(())
+}
+
+fn emit(plan: &Plan, format: Format, color: bool) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    render::render(plan, format, &Options { color }, &mut out)
+        .and_then(|_| out.flush())
+        .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))
+}
+
+/// Build a plan from the desired file and the current state (shared by plan and apply).
+pub fn build_plan(
+    g: &Global,
+    desired_path: &Path,
+    state_dir: Option<&Path>,
+    allow_mass_delete: bool,
+) -> Result<(Plan, State), Failure> {
+    let d = load_desired(desired_path)?;
+    let current = current_state(g, state_dir)?;
+    let resolved = resolve(&d, &current)?;
+    let plan = plan::make_plan(&current, &resolved.state, &d.hash).map_err(|e| {
+        Failure::new("cannot build a safe plan")
+            .cause(e.to_string())
+            .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file")
+    })?;
+    let managed: usize = resolved
+        .managed
+        .iter()
+        .map(|(c, accts)| {
+            let users = current
+                .clusters
+                .get(c)
+                .map(|cs| cs.users.keys().filter(|k| accts.contains(&k.account)).count())
+                .unwrap_or(0);
+            accts.len() + users
+        })
+        .sum();
+    mass_delete_guard(&plan, managed, allow_mass_delete)?;
+    Ok((plan, current))
+}
+
+fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
+    let (plan, _) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete)?;
+    if let Some(out) = &a.output {
+        write_atomic(out, &plan::file::to_json(&plan))?;
+        eprintln!("plan saved to {}; apply it with: slurmplan apply {}", out.display(), out.display());
+    }
+    emit(&plan, a.format, use_color(g.color))?;
+    Ok(if a.detailed_exitcode && !plan.is_empty() { EXIT_CHANGES } else { EXIT_OK })
+}
+
+fn show(g: &Global, a: ShowArgs) -> Outcome {
+    let plan = plan::file::read(&a.plan)
+        .map_err(|e| Failure::new(e.to_string()).hint("re-create it with `slurmplan plan -o FILE`"))?;
+    emit(&plan, a.format, use_color(g.color))?;
+    Ok(EXIT_OK)
+}
+
+fn validate(a: ValidateArgs) -> Outcome {
+    let d = load_desired(&a.desired)?;
+    let accounts: usize = d.clusters.values().map(|c| c.accounts.len()).sum();
+    let users: usize = d.clusters.values().map(|c| c.users.len()).sum();
+    if let Some(dir) = &a.state {
+        let current = snapshot::load(dir).map_err(|mut diags| {
+            print_diags(&mut diags);
+            Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
+        })?;
+        resolve(&d, &current)?;
+    }
+    println!(
+        "{} is valid: {} cluster(s), {} account(s), {} user association(s), {} QoS",
+        a.desired.display(),
+        d.clusters.len(),
+        accounts,
+        users,
+        d.qos.len()
+    );
+    Ok(EXIT_OK)
+}
+
+/// RFC 3339 UTC timestamp of now (no external clock crate).
+pub fn now_rfc3339() -> String {
+    let secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // civil-from-days (Howard Hinnant)
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+fn dump(g: &Global, a: DumpArgs) -> Outcome {
+    let r = runner(g)?;
+    let version = live::version(&r).map_err(|e| Failure::new("cannot run `sacctmgr -V`").cause(e.to_string()))?;
+    let raw = live::read_all(&r).map_err(|e| {
+        Failure::new("cannot read the current state from sacctmgr")
+            .cause(e.to_string())
+            .hint("check that slurmdbd is up")
+    })?;
+    // Parse before writing: a snapshot slurmplan cannot read back is not written.
+    let state = parse::parse_state(&raw).map_err(|mut d| {
+        print_diags(&mut d);
+        Failure::new("sacctmgr printed output slurmplan cannot parse; nothing was written")
+    })?;
+    let clusters = state.clusters.keys().map(|c| c.to_string()).collect();
+    let manifest = snapshot::Manifest::new(version, now_rfc3339(), clusters);
+    snapshot::write_dir(&a.output, &raw.to_files(), &manifest)
+        .map_err(|e| Failure::new(format!("cannot write snapshot to `{}`", a.output.display())).cause(e.to_string()))?;
+    let users: usize = state.clusters.values().map(|c| c.users.len()).sum();
+    let accts: usize = state.clusters.values().map(|c| c.accounts.len()).sum();
+    eprintln!(
+        "snapshot written to {}: {} cluster(s), {} account association(s), {} user association(s), {} QoS; fingerprint {}",
+        a.output.display(),
+        state.clusters.len(),
+        accts,
+        users,
+        state.qos.len(),
+        model::fingerprint::fingerprint(&state)
+    );
+    Ok(EXIT_OK)
+}

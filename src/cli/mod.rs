@@ -1,0 +1,86 @@
+//! Layer 5: the command line. Parses args, resolves settings, calls the library, prints, and
+//! decides the exit code. The ONLY place that prints or exits. Data goes to stdout, everything
+//! else (diagnostics, progress, hints) to stderr.
+//!
+//! Exit codes: 0 success / no changes; 1 error, nothing changed; 2 changes present (with
+//! `--detailed-exitcode`); 3 apply stopped part-way; 64 usage error.
+
+mod args;
+mod commands;
+
+use std::io::IsTerminal;
+
+use clap::Parser;
+
+pub use args::{Cli, Cmd};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_ERROR: i32 = 1;
+pub const EXIT_CHANGES: i32 = 2;
+pub const EXIT_PARTIAL: i32 = 3;
+pub const EXIT_USAGE: i32 = 64;
+
+/// An error to report: message, optional hint, exit code.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+    pub causes: Vec<String>,
+    pub hint: Option<String>,
+}
+
+impl Failure {
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure { code: EXIT_ERROR, message: message.into(), causes: Vec::new(), hint: None }
+    }
+    pub fn hint(mut self, h: impl Into<String>) -> Failure {
+        self.hint = Some(h.into());
+        self
+    }
+    pub fn cause(mut self, c: impl Into<String>) -> Failure {
+        self.causes.push(c.into());
+        self
+    }
+    pub fn code(mut self, code: i32) -> Failure {
+        self.code = code;
+        self
+    }
+}
+
+pub type Outcome = Result<i32, Failure>;
+
+/// Whether to colour stdout.
+pub fn use_color(choice: args::ColorChoice) -> bool {
+    match choice {
+        args::ColorChoice::Always => true,
+        args::ColorChoice::Never => false,
+        args::ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+    }
+}
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => EXIT_OK,
+                _ => EXIT_USAGE,
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            for c in &f.causes {
+                eprintln!("  caused by: {c}");
+            }
+            if let Some(h) = &f.hint {
+                eprintln!("  hint: {h}");
+            }
+            f.code
+        }
+    }
+}
