@@ -3,6 +3,7 @@
 //! Layers (a module imports only from layers below it; see docs/architecture.md):
 //! 0 `model`, `diag` · 1 `sacctmgr`, `desired` · 2 `diff` · 3 `plan` · 4 `render`, `apply` · 5 cli (binary).
 
+pub mod apply;
 pub mod desired;
 pub mod diag;
 pub mod diff;

@@ -44,6 +44,8 @@ pub enum Cmd {
     Dump(DumpArgs),
     /// Compute the ordered plan that turns the current state into the desired one
     Plan(PlanArgs),
+    /// Run a saved plan (or plan from -d, show it, and ask), then verify the result
+    Apply(ApplyArgs),
     /// Show a saved plan file
     Show(ShowArgs),
     /// Check a desired-state file (and, with --state, resolve it against a snapshot)
@@ -100,4 +102,32 @@ pub struct ValidateArgs {
     /// Also resolve against this snapshot directory (checks parents, QoS, clusters exist)
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ApplyArgs {
+    /// Plan file written by `slurmplan plan -o` (applied without a question: it was reviewed)
+    #[arg(conflicts_with = "desired", required_unless_present = "desired")]
+    pub plan: Option<PathBuf>,
+    /// Plan from this desired-state file now, show the plan, and ask before applying
+    #[arg(short, long, value_name = "FILE")]
+    pub desired: Option<PathBuf>,
+    /// Do not ask for confirmation (for cron and CI)
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Skip re-reading the state after the last step
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Journal file (JSON Lines); default: slurmplan-apply-<time>-<pid>.jsonl in the lock directory
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+    /// Directory of the per-cluster lock files (default: $SLURMPLAN_LOCK_DIR or the temp directory)
+    #[arg(long, env = "SLURMPLAN_LOCK_DIR", value_name = "DIR")]
+    pub lock_dir: Option<PathBuf>,
+    /// Seconds to wait for another apply on the same cluster to finish
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub lock_timeout: u64,
+    /// Allow a plan that deletes more than max(20, 10% of managed objects)
+    #[arg(long)]
+    pub allow_mass_delete: bool,
 }

@@ -12,7 +12,7 @@ use slurmplan::sacctmgr::runner::ProcessRunner;
 use slurmplan::sacctmgr::{live, parse, reads, snapshot};
 use slurmplan::{desired, model};
 
-use super::args::{DumpArgs, Global, PlanArgs, ShowArgs, ValidateArgs};
+use super::args::{ApplyArgs, DumpArgs, Global, PlanArgs, ShowArgs, ValidateArgs};
 use super::{Cli, Cmd, EXIT_CHANGES, EXIT_OK, Failure, Outcome, use_color};
 
 pub fn run(cli: Cli) -> Outcome {
@@ -20,6 +20,7 @@ pub fn run(cli: Cli) -> Outcome {
     match cli.command {
         Cmd::Dump(a) => dump(&g, a),
         Cmd::Plan(a) => plan_cmd(&g, a),
+        Cmd::Apply(a) => apply(&g, a),
         Cmd::Show(a) => show(&g, a),
         Cmd::Validate(a) => validate(a),
     }
@@ -205,26 +206,6 @@ fn validate(a: ValidateArgs) -> Outcome {
     Ok(EXIT_OK)
 }
 
-/// RFC 3339 UTC timestamp of now (no external clock crate).
-pub fn now_rfc3339() -> String {
-    let secs =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    // civil-from-days (Howard Hinnant)
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
-}
-
 fn dump(g: &Global, a: DumpArgs) -> Outcome {
     let r = runner(g)?;
     let version = live::version(&r).map_err(|e| Failure::new("cannot run `sacctmgr -V`").cause(e.to_string()))?;
@@ -239,7 +220,7 @@ fn dump(g: &Global, a: DumpArgs) -> Outcome {
         Failure::new("sacctmgr printed output slurmplan cannot parse; nothing was written")
     })?;
     let clusters = state.clusters.keys().map(|c| c.to_string()).collect();
-    let manifest = snapshot::Manifest::new(version, now_rfc3339(), clusters);
+    let manifest = snapshot::Manifest::new(version, slurmplan::apply::rfc3339(std::time::SystemTime::now()), clusters);
     snapshot::write_dir(&a.output, &raw.to_files(), &manifest)
         .map_err(|e| Failure::new(format!("cannot write snapshot to `{}`", a.output.display())).cause(e.to_string()))?;
     let users: usize = state.clusters.values().map(|c| c.users.len()).sum();
@@ -254,4 +235,8 @@ fn dump(g: &Global, a: DumpArgs) -> Outcome {
         model::fingerprint::fingerprint(&state)
     );
     Ok(EXIT_OK)
+}
+
+fn apply(g: &Global, a: ApplyArgs) -> Outcome {
+    super::apply::run(g, a)
 }

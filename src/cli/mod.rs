@@ -5,6 +5,7 @@
 //! Exit codes: 0 success / no changes; 1 error, nothing changed; 2 changes present (with
 //! `--detailed-exitcode`); 3 apply stopped part-way; 64 usage error.
 
+mod apply;
 mod args;
 mod commands;
 

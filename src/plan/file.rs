@@ -28,14 +28,16 @@ pub enum PlanFileError {
     Tampered { path: String },
 }
 
-fn body(plan: &Plan) -> String {
-    serde_json::to_string(plan).expect("plan serialises")
+/// Canonical body: the plan as a JSON value (keys sorted) in compact form.
+fn body(plan: &serde_json::Value) -> String {
+    plan.to_string()
 }
 
 /// Serialise a plan with its checksum (pretty JSON, stable key order).
 pub fn to_json(plan: &Plan) -> String {
+    let value = serde_json::to_value(plan).expect("plan serialises");
     let env =
-        Envelope { format_version: FORMAT_VERSION, checksum: hash_bytes(body(plan).as_bytes()), plan: plan.clone() };
+        Envelope { format_version: FORMAT_VERSION, checksum: hash_bytes(body(&value).as_bytes()), plan: plan.clone() };
     let mut s = serde_json::to_string_pretty(&env).expect("plan serialises");
     s.push('\n');
     s
@@ -53,10 +55,19 @@ pub fn from_json(path: &Path, text: &str) -> Result<Plan, PlanFileError> {
     if found != FORMAT_VERSION as u64 {
         return Err(PlanFileError::Version { path: p, found });
     }
+    let checksum = v.get("checksum").and_then(|c| c.as_str()).unwrap_or_default().to_string();
+    if hash_bytes(body(v.get("plan").unwrap_or(&serde_json::Value::Null)).as_bytes()) != checksum {
+        return Err(PlanFileError::Tampered { path: p });
+    }
     let env: Envelope =
         serde_json::from_value(v).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
-    if hash_bytes(body(&env.plan).as_bytes()) != env.checksum {
-        return Err(PlanFileError::Tampered { path: p });
+    for step in &env.plan.steps {
+        if step.argv != step.command.argv() {
+            return Err(PlanFileError::Malformed {
+                path: p,
+                reason: format!("step {} has an argv that does not match its command", step.number),
+            });
+        }
     }
     Ok(env.plan)
 }

@@ -11,6 +11,22 @@ use std::collections::BTreeMap;
 use crate::model::values::join;
 use crate::model::{AccountRecord, Assoc, Fairshare, Limits, Name, Qos, QosList, Tres};
 
+/// Serde for `Option<Option<T>>`: absent = no change, `null` = clear, value = set.
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer, T: Serialize>(v: &Option<Option<T>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(inner) => inner.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
+}
+
 /// Scalar association limits (cleared with `-1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Scalar {
@@ -108,7 +124,7 @@ impl TresLimit {
 /// A set of association changes: only what changes is present. `None` inside = clear (`-1`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AssocSet {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "double_option")]
     pub fairshare: Option<Option<Fairshare>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scalars: BTreeMap<Scalar, Option<u64>>,
@@ -116,7 +132,7 @@ pub struct AssocSet {
     pub tres: BTreeMap<TresLimit, BTreeMap<String, Option<u64>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<QosList>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "double_option")]
     pub default_qos: Option<Option<Name>>,
 }
 
@@ -236,9 +252,9 @@ pub struct QosSet {
     pub grp_tres_mins: BTreeMap<String, Option<u64>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub grp_tres: BTreeMap<String, Option<u64>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "double_option")]
     pub grp_submit_jobs: Option<Option<u64>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "double_option")]
     pub max_wall: Option<Option<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -539,6 +555,16 @@ mod tests {
             c.argv().join(" "),
             "sacctmgr -i modify account where name=proj1 cluster=testcl set qos=paused defaultqos=paused"
         );
+    }
+
+    #[test]
+    fn clears_survive_json() {
+        let set = AssocSet { default_qos: Some(None), fairshare: Some(None), ..Default::default() };
+        let back: AssocSet = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
+        assert_eq!(back, set);
+        let q = QosSet { max_wall: Some(None), grp_submit_jobs: Some(Some(0)), ..Default::default() };
+        let back: QosSet = serde_json::from_str(&serde_json::to_string(&q).unwrap()).unwrap();
+        assert_eq!(back, q);
     }
 
     #[test]

@@ -1,0 +1,140 @@
+//! Layer 4: apply — run a plan's steps exactly as reviewed, one at a time, and stop at the
+//! first failure. Journal and lock live here; progress goes to an [`Observer`] the caller
+//! provides (the cli draws it). This module never prints, never exits, and never builds a
+//! command: it runs `step.argv` as stored in the plan.
+
+pub mod journal;
+pub mod lock;
+pub mod outcome;
+
+use std::time::{Instant, SystemTime};
+
+use crate::model::State;
+use crate::plan::{Plan, Step};
+use crate::sacctmgr::runner::{Output, Runner};
+use crate::sacctmgr::sim::Sim;
+use journal::{Entry, Journal};
+use outcome::{Outcome, classify, tail};
+
+/// Progress callbacks (the cli implements them with a bar or plain lines).
+pub trait Observer {
+    fn started(&mut self, step: &Step, total: usize);
+    fn finished(&mut self, step: &Step, total: usize, ok: bool);
+}
+
+/// How an apply ended.
+#[derive(Debug)]
+pub struct Report {
+    pub total: usize,
+    pub applied: usize,
+    pub failure: Option<StepFailure>,
+}
+
+#[derive(Debug)]
+pub struct StepFailure {
+    pub step: usize,
+    pub command: String,
+    pub reason: String,
+    pub hint: String,
+    pub output: String,
+}
+
+/// RFC 3339 UTC time (no clock crate).
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // civil-from-days (Howard Hinnant's algorithm)
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+/// Run every step in order; stop at the first failure. The journal gets one entry per
+/// attempt, written before the next step starts.
+pub fn execute(
+    plan: &Plan,
+    runner: &dyn Runner,
+    journal: &mut Journal,
+    observer: &mut dyn Observer,
+) -> std::io::Result<Report> {
+    let total = plan.steps.len();
+    let mut applied = 0;
+    for step in &plan.steps {
+        observer.started(step, total);
+        let start = SystemTime::now();
+        let t0 = Instant::now();
+        let args: Vec<String> = step.argv[1..].to_vec();
+        let full = runner.describe(&args);
+        let (output, outcome) = match runner.run(&args) {
+            Ok(o) => {
+                let oc = classify(&step.command, &o);
+                (o, oc)
+            }
+            Err(e) => (
+                Output {
+                    code: None,
+                    stdout: String::new(),
+                    stderr: e.to_string(),
+                    timed_out: false,
+                    duration: t0.elapsed(),
+                },
+                Outcome::Failed { reason: e.to_string(), hint: "set --sacctmgr PATH (or SLURMPLAN_SACCTMGR)".into() },
+            ),
+        };
+        let (result, reason) = match &outcome {
+            Outcome::Ok => ("ok", None),
+            Outcome::Failed { reason, .. } => ("failed", Some(reason.as_str())),
+        };
+        journal.write(&Entry {
+            step: step.number,
+            of: total,
+            argv: &full,
+            start: rfc3339(start),
+            end: rfc3339(SystemTime::now()),
+            duration_ms: t0.elapsed().as_millis(),
+            exit_code: output.code,
+            timed_out: output.timed_out,
+            result,
+            reason,
+            stdout_tail: tail(&output.stdout, 20),
+            stderr_tail: tail(&output.stderr, 20),
+        })?;
+        observer.finished(step, total, outcome == Outcome::Ok);
+        match outcome {
+            Outcome::Ok => applied += 1,
+            Outcome::Failed { reason, hint } => {
+                let text = format!("{}\n{}", output.stdout.trim_end(), output.stderr.trim_end());
+                return Ok(Report {
+                    total,
+                    applied,
+                    failure: Some(StepFailure {
+                        step: step.number,
+                        command: step.argv.join(" "),
+                        reason,
+                        hint,
+                        output: tail(text.trim(), 8),
+                    }),
+                });
+            }
+        }
+    }
+    Ok(Report { total, applied, failure: None })
+}
+
+/// The state the plan should produce from `current` (the simulator replaying its steps).
+/// `None` if the steps do not replay (the plan does not fit this state).
+pub fn expected_state(current: &State, plan: &Plan) -> Option<State> {
+    let mut sim = Sim::new(current.clone());
+    for s in &plan.steps {
+        sim.apply(&s.command).ok()?;
+    }
+    Some(sim.state)
+}

@@ -1,0 +1,192 @@
+//! `slurmplan apply`: lock, re-read, refuse stale plans, confirm, execute, verify. Printing and
+//! exit codes live here; the executor is `slurmplan::apply`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use slurmplan::apply::{self, Observer, journal::Journal, lock};
+use slurmplan::diff;
+use slurmplan::model::fingerprint::fingerprint;
+use slurmplan::plan::{self, Plan, Step};
+use slurmplan::render::{self, Format, Options};
+
+use super::args::{ApplyArgs, Global};
+use super::commands::{build_plan, current_state, runner};
+use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, Failure, Outcome, use_color};
+
+struct Lines;
+impl Observer for Lines {
+    fn started(&mut self, step: &Step, total: usize) {
+        eprintln!("[{}/{}] {}", step.number, total, step.argv.join(" "));
+    }
+    fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {}
+}
+
+struct Bar(ProgressBar);
+impl Observer for Bar {
+    fn started(&mut self, step: &Step, _total: usize) {
+        self.0.set_message(step.argv[2..].join(" "));
+    }
+    fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {
+        self.0.inc(1);
+    }
+}
+
+fn clusters_of(plan: &Plan) -> Vec<String> {
+    let mut v: Vec<String> = plan.steps.iter().filter_map(|s| s.command.cluster().map(|c| c.to_string())).collect();
+    v.sort();
+    v.dedup();
+    if v.is_empty() {
+        v.push("_global".into());
+    }
+    v
+}
+
+pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
+    let lock_dir = a.lock_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let (plan, current) = match (&a.plan, &a.desired) {
+        (Some(path), None) => {
+            let plan = plan::file::read(path)
+                .map_err(|e| Failure::new(e.to_string()).hint("re-create it with `slurmplan plan -o FILE`"))?;
+            if plan.is_empty() {
+                eprintln!("No changes. The plan is empty.");
+                return Ok(EXIT_OK);
+            }
+            let _locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
+            let current = current_state(g, None)?;
+            let now = fingerprint(&current);
+            if now != plan.current_fingerprint {
+                return Err(Failure::new(format!(
+                    "the plan `{}` is stale: the accounting state changed since it was computed",
+                    path.display()
+                ))
+                .cause(format!("planned against {}, current is {now}", plan.current_fingerprint))
+                .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
+            }
+            return execute(g, &a, plan, current, lock_dir, _locks);
+        }
+        (None, Some(d)) => {
+            let (plan, current) = build_plan(g, d, None, a.allow_mass_delete)?;
+            (plan, current)
+        }
+        _ => return Err(Failure::new("give a plan file or -d desired.yaml").code(super::EXIT_USAGE)),
+    };
+    if plan.is_empty() {
+        eprintln!("No changes. Slurm accounting matches the desired state.");
+        return Ok(EXIT_OK);
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        render::render(&plan, Format::Text, &Options { color: use_color(g.color) }, &mut out)
+            .and_then(|_| out.flush())
+            .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))?;
+    }
+    if !a.auto_approve {
+        if !std::io::stdin().is_terminal() {
+            return Err(Failure::new("refusing to apply without confirmation: stdin is not a terminal").hint(
+                "review with `slurmplan plan -o plan.json`, then `slurmplan apply plan.json`; or pass --auto-approve",
+            ));
+        }
+        eprint!("\nDo you want to perform these actions? Only 'yes' will be accepted: ");
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        if answer.trim() != "yes" {
+            eprintln!("Apply cancelled; nothing was changed.");
+            return Ok(EXIT_ERROR);
+        }
+    }
+    let locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
+    // The state may have changed while the plan was shown: re-read under the lock.
+    let again = current_state(g, None)?;
+    if fingerprint(&again) != plan.current_fingerprint {
+        return Err(Failure::new("the accounting state changed while the plan was shown; nothing was applied")
+            .hint("run `slurmplan apply -d ...` again"));
+    }
+    execute(g, &a, plan, current, lock_dir, locks)
+}
+
+fn take_lock(dir: &std::path::Path, clusters: &[String], timeout: u64) -> Result<lock::Locks, Failure> {
+    lock::acquire(dir, clusters, Duration::from_secs(timeout)).map_err(|e| match e {
+        lock::LockError::Busy { .. } => {
+            Failure::new(e.to_string()).hint("wait for it to finish, or raise --lock-timeout")
+        }
+        other => Failure::new(other.to_string()).hint("set --lock-dir to a writable directory"),
+    })
+}
+
+fn execute(
+    g: &Global,
+    a: &ApplyArgs,
+    plan: Plan,
+    current: slurmplan::model::State,
+    lock_dir: PathBuf,
+    _locks: lock::Locks,
+) -> Outcome {
+    let r = runner(g)?;
+    let journal_path = a.journal.clone().unwrap_or_else(|| {
+        let ts = apply::rfc3339(SystemTime::now()).replace(':', "");
+        lock_dir.join(format!("slurmplan-apply-{ts}-{}.jsonl", std::process::id()))
+    });
+    let mut journal = Journal::create(&journal_path).map_err(|e| {
+        Failure::new(format!("cannot create journal `{}`", journal_path.display())).cause(e.to_string())
+    })?;
+    eprintln!("journal: {}", journal_path.display());
+    let total = plan.steps.len();
+    let report = if std::io::stderr().is_terminal() && total > 3 {
+        let bar = ProgressBar::new(total as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let mut obs = Bar(bar);
+        let rep = apply::execute(&plan, &r, &mut journal, &mut obs);
+        obs.0.finish_and_clear();
+        rep
+    } else {
+        apply::execute(&plan, &r, &mut journal, &mut Lines)
+    }
+    .map_err(|e| Failure::new(format!("cannot write journal `{}`", journal_path.display())).cause(e.to_string()))?;
+    if let Some(f) = report.failure {
+        let code = if report.applied == 0 { EXIT_ERROR } else { EXIT_PARTIAL };
+        let mut fail = Failure::new(format!(
+            "applied {} of {}; failed at step {}: {}",
+            report.applied, report.total, f.step, f.command
+        ))
+        .cause(f.reason);
+        if !f.output.is_empty() {
+            fail = fail.cause(format!("sacctmgr said: {}", f.output.replace('\n', "\n    ")));
+        }
+        return Err(fail
+            .hint(format!(
+                "{}; the journal is {}; `slurmplan plan` shows the remaining work",
+                f.hint,
+                journal_path.display()
+            ))
+            .code(code));
+    }
+    eprintln!("applied {} of {} steps.", report.applied, report.total);
+    if a.no_verify {
+        eprintln!("verification skipped (--no-verify).");
+        return Ok(EXIT_OK);
+    }
+    let Some(expected) = apply::expected_state(&current, &plan) else {
+        return Err(Failure::new("cannot verify: the plan's steps do not replay on the state read before applying")
+            .code(EXIT_PARTIAL));
+    };
+    let after = current_state(g, None)?;
+    let left = diff::diff(&after, &expected);
+    let _ = journal.event(&serde_json::json!({"verify": if left.is_empty() { "converged" } else { "not converged" }, "remaining": left.iter().map(|c| c.address()).collect::<Vec<_>>()}));
+    if !left.is_empty() {
+        let mut f = Failure::new(format!("apply finished but {} object(s) did not converge", left.len()));
+        for c in left.iter().take(50) {
+            f = f.cause(format!("{} ({:?})", c.address(), c.action()));
+        }
+        return Err(f
+            .hint("sacctmgr reported success but the state differs; run `slurmplan plan` to see what is left")
+            .code(EXIT_PARTIAL));
+    }
+    eprintln!("Apply complete! Verified: the accounting state matches the plan.");
+    Ok(EXIT_OK)
+}
