@@ -8,4 +8,5 @@ pub mod diag;
 pub mod diff;
 pub mod model;
 pub mod plan;
+pub mod render;
 pub mod sacctmgr;
