@@ -295,3 +295,22 @@ fn script_quoting_survives_hostile_words() {
     let calls = run_recorded(&rendered(&plan, Format::Script, false));
     assert_eq!(calls, vec![hostile.map(String::from).to_vec()]);
 }
+
+#[test]
+fn text_lists_plan_warnings_before_the_summary() {
+    let mut plan = realistic_plan();
+    plan.warnings.push("default account of `erin` on `testcl` chosen: `hpc_proj3`".into());
+    let text = rendered(&plan, Format::Text, false);
+    let w = text.find("Warning: default account of `erin`").expect("warning shown");
+    assert!(w < text.find("Plan: 5 to add").unwrap());
+    assert!(text.ends_with("Plan: 5 to add, 9 to change, 4 to destroy.\n"));
+}
+
+#[test]
+fn script_is_valid_posix_sh() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.sh");
+    std::fs::write(&path, rendered(&realistic_plan(), Format::Script, false)).unwrap();
+    let out = std::process::Command::new("sh").arg("-n").arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
