@@ -1,0 +1,46 @@
+//! POSIX sh quoting shared by `text`, `table` and `script`.
+
+/// Quote one word for a POSIX shell. Words made only of `[A-Za-z0-9_./:=,+@%-]` stay bare
+/// (none of these is special to sh, even at the start of a word); anything else, including
+/// the empty word, is put in single quotes with each `'` written as `'\''`.
+pub fn sh_quote(word: &str) -> String {
+    let bare = !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"_./:=,+@%-".contains(&b));
+    if bare {
+        return word.to_string();
+    }
+    let mut s = String::with_capacity(word.len() + 2);
+    s.push('\'');
+    for c in word.chars() {
+        if c == '\'' {
+            s.push_str("'\\''");
+        } else {
+            s.push(c);
+        }
+    }
+    s.push('\'');
+    s
+}
+
+/// Quote each word and join with spaces.
+pub fn sh_join<S: AsRef<str>>(words: &[S]) -> String {
+    words.iter().map(|w| sh_quote(w.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_and_quoted() {
+        assert_eq!(sh_quote("name=a,b"), "name=a,b");
+        assert_eq!(sh_quote("GrpTRESMins=cpu=1,mem=-1"), "GrpTRESMins=cpu=1,mem=-1");
+        assert_eq!(sh_quote("-i"), "-i");
+        assert_eq!(sh_quote("partition="), "partition=");
+        assert_eq!(sh_quote(""), "''");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
+        assert_eq!(sh_quote("$HOME"), "'$HOME'");
+        assert_eq!(sh_quote("~x"), "'~x'");
+        assert_eq!(sh_join(&["sacctmgr", "-i", "description=a b"]), "sacctmgr -i 'description=a b'");
+    }
+}
