@@ -12,7 +12,9 @@ fn testbed() -> Option<String> {
     match std::env::var("SLURMPLAN_TESTBED") {
         Ok(v) if !v.is_empty() => Some(v),
         _ => {
-            eprintln!("skipped: SLURMPLAN_TESTBED is not set (run `.ci/run`, or `eval \"$(scripts/slurm-testbed up DIR)\"`)");
+            eprintln!(
+                "skipped: SLURMPLAN_TESTBED is not set (run `.ci/run`, or `eval \"$(scripts/slurm-testbed up DIR)\"`)"
+            );
             None
         }
     }
@@ -24,14 +26,13 @@ fn sacctmgr_path() -> String {
 
 /// Run real sacctmgr (argv, never a shell; always with a timeout).
 fn sacctmgr(args: &[&str]) -> Output {
-    let out = Command::new("timeout")
+    Command::new("timeout")
         .arg("60")
         .arg(sacctmgr_path())
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .expect("run sacctmgr");
-    out
+        .expect("run sacctmgr")
 }
 
 fn seed(args: &[&str]) {
@@ -187,19 +188,28 @@ fn lifecycle_of_a_waldur_like_tree() {
     seed(&["add", "qos", "e2e_paused,e2e_down"]);
     seed(&["add", "account", "local_group", &format!("cluster={}", site.cluster), "description=Local"]);
     seed(&["add", "user", "zed", "account=local_group", &format!("cluster={}", site.cluster)]);
-    let unmanaged_before: Vec<String> = assocs(&site.cluster).into_iter().filter(|r| r.starts_with("local_group")).collect();
+    let unmanaged_before: Vec<String> =
+        assocs(&site.cluster).into_iter().filter(|r| r.starts_with("local_group")).collect();
 
     // 1. create the nested tree (active allocations)
     let active = "qos: [normal, e2e_paused]\n        default_qos: normal";
     site.converge(&tree_yaml("hpc_c_tartu", active, "", "dave", ""));
     let rows = assocs(&site.cluster);
-    assert!(rows.contains(&"hpc_a_genome||||||| billing=5000,cpu=6000000,mem=1000G".replace("| billing", "|billing").replace("||||||||", "")) || rows.iter().any(|r| r.starts_with("hpc_a_genome|||hpc_p_genomics|||") && r.contains("mem=1000G")), "{rows:#?}");
+    assert!(
+        rows.contains(
+            &"hpc_a_genome||||||| billing=5000,cpu=6000000,mem=1000G"
+                .replace("| billing", "|billing")
+                .replace("||||||||", "")
+        ) || rows.iter().any(|r| r.starts_with("hpc_a_genome|||hpc_p_genomics|||") && r.contains("mem=1000G")),
+        "{rows:#?}"
+    );
     assert!(rows.contains(&"hpc_a_assembly|bob||||normal||".to_string()), "{rows:#?}");
     assert!(rows.contains(&"hpc_a_assembly|||hpc_p_genomics|e2e_paused,normal|normal||".to_string()), "{rows:#?}");
 
     // 2. pause via QoS swap: the account and bob's own DefaultQOS block a naive swap
     let paused = "qos: [e2e_paused]\n        default_qos: e2e_paused";
-    let yaml = tree_yaml("hpc_c_tartu", paused, "", "dave", "").replace("{name: bob, default_qos: normal}", "{name: bob, default_qos: e2e_paused}");
+    let yaml = tree_yaml("hpc_c_tartu", paused, "", "dave", "")
+        .replace("{name: bob, default_qos: normal}", "{name: bob, default_qos: e2e_paused}");
     site.converge(&yaml);
     let rows = assocs(&site.cluster);
     assert!(rows.contains(&"hpc_a_assembly|||hpc_p_genomics|e2e_paused|e2e_paused||".to_string()), "{rows:#?}");
@@ -217,7 +227,8 @@ fn lifecycle_of_a_waldur_like_tree() {
     assert!(assocs(&site.cluster).contains(&"hpc_a_robo|||hpc_p_robotics||||".to_string()));
 
     // the unmanaged account and its user were never touched
-    let unmanaged_after: Vec<String> = assocs(&site.cluster).into_iter().filter(|r| r.starts_with("local_group")).collect();
+    let unmanaged_after: Vec<String> =
+        assocs(&site.cluster).into_iter().filter(|r| r.starts_with("local_group")).collect();
     assert_eq!(unmanaged_before, unmanaged_after);
 
     // dump + plan against the dump == live plan (on a drifted desired file)
@@ -244,7 +255,14 @@ fn default_accounts_never_dangle_and_users_are_batched() {
     let yaml = |alloc_users: &str, old: bool| {
         format!(
             "version: 1\nmanaged:\n  prefixes: [hpc_]\nclusters:\n  CLUSTER:\n    accounts:\n      hpc_proj: {{}}\n      HPC_A_New:\n        parent: hpc_proj\n        users: [{alloc_users}]\n{}",
-            if old { format!("      hpc_a_old:\n        parent: hpc_proj\n        users: [{alloc_users}]\n    users:\n{}", users.iter().map(|u| format!("      {u}: {{default_account: hpc_a_old}}\n")).collect::<String>()) } else { String::new() }
+            if old {
+                format!(
+                    "      hpc_a_old:\n        parent: hpc_proj\n        users: [{alloc_users}]\n    users:\n{}",
+                    users.iter().map(|u| format!("      {u}: {{default_account: hpc_a_old}}\n")).collect::<String>()
+                )
+            } else {
+                String::new()
+            }
         )
     };
     // users get hpc_a_old as their default
@@ -273,7 +291,11 @@ fn default_accounts_never_dangle_and_users_are_batched() {
             assert!(!has_assoc || has_default, "after `{}`, user {u} has no DefaultAccount", argv.join(" "));
             if let Some(def) = dflt.iter().find(|r| r.starts_with(&format!("{u}|"))) {
                 let acct = def.split('|').nth(1).unwrap();
-                assert!(rows.iter().any(|r| r.starts_with(&format!("{acct}|{u}|"))), "after `{}`, {u}'s default {acct} dangles", argv.join(" "));
+                assert!(
+                    rows.iter().any(|r| r.starts_with(&format!("{acct}|{u}|"))),
+                    "after `{}`, {u}'s default {acct} dangles",
+                    argv.join(" ")
+                );
             }
         }
     }

@@ -15,6 +15,9 @@ use crate::sacctmgr::sim::{self, Sim};
 
 use super::{Phase, PlanError, Step};
 
+/// Batches keyed by (account, partition, canonical settings) -> (settings, users).
+type UserBatches<T> = BTreeMap<(Name, Option<Name>, String), (T, Vec<Name>)>;
+
 struct Builder {
     sim: Sim,
     steps: Vec<Step>,
@@ -223,7 +226,7 @@ fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
 }
 
 fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
-    let mut groups: BTreeMap<(Name, Option<Name>, String), (Assoc, Vec<Name>)> = BTreeMap::new();
+    let mut groups: UserBatches<Assoc> = BTreeMap::new();
     for (k, want) in &d.users {
         let c = b.cluster(cname);
         if c.users.contains_key(k) {
@@ -234,12 +237,17 @@ fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
         groups.entry(key).or_insert_with(|| (assoc, Vec::new())).1.push(k.user.clone());
     }
     for ((account, partition, _), (assoc, users)) in groups {
-        let objects = users
+        let mut objects: Vec<String> = users
             .iter()
             .map(|u| {
                 user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() })
             })
             .collect();
+        // A user's first association on a cluster becomes its DefaultAccount.
+        let c = b.cluster(cname);
+        objects.extend(
+            users.iter().filter(|u| !c.defaults.contains_key(*u)).map(|u| format!("default_account.{cname}.{u}")),
+        );
         let set = AssocSet::from_assoc(&assoc);
         b.emit(
             Phase::UserAdd,
@@ -436,7 +444,7 @@ fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanErr
         let objects = names.iter().map(|n| acct_addr(cname, n)).collect();
         b.emit(Phase::Limits, Command::ModifyAccount { cluster: cname.clone(), names, set }, objects, None)?;
     }
-    let mut user_groups: BTreeMap<(Name, Option<Name>, String), (AssocSet, Vec<Name>)> = BTreeMap::new();
+    let mut user_groups: UserBatches<AssocSet> = BTreeMap::new();
     for (k, want) in &d.users {
         let Some(have) = b.cluster(cname).users.get(k) else { continue };
         let set = AssocSet::limits_between(&have.limits, &want.limits);

@@ -547,9 +547,11 @@ mod tests {
 
     #[test]
     fn swap_keeps_qos_and_default_in_one_command() {
-        let mut set = AssocSet::default();
-        set.qos = Some(QosList::Set([n("paused")].into()));
-        set.default_qos = Some(Some(n("paused")));
+        let set = AssocSet {
+            qos: Some(QosList::Set([n("paused")].into())),
+            default_qos: Some(Some(n("paused"))),
+            ..Default::default()
+        };
         let c = Command::ModifyAccount { cluster: n("testcl"), names: vec![n("proj1")], set };
         assert_eq!(
             c.argv().join(" "),
