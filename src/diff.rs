@@ -156,7 +156,7 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
                     name: name.clone(),
                     parent: dparent.cloned().unwrap_or_else(crate::model::names::root),
                     assoc: dn.assoc.clone(),
-                    record: desired.accounts.get(name).cloned().unwrap_or_default(),
+                    record: new_record(desired.accounts.get(name), current.accounts.get(name)),
                 }),
                 Some(cn) => {
                     let cparent = c.accounts.parent(name.as_str());
@@ -241,4 +241,15 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
 /// Accounts whose effective QoS set differs between the two states (for lints).
 pub fn names_of(changes: &[Change]) -> BTreeSet<String> {
     changes.iter().map(Change::address).collect()
+}
+
+/// The record fields a create must set: the desired ones, minus what the (global) account
+/// record already holds when the account exists on another cluster.
+pub fn new_record(want: Option<&AccountRecord>, have: Option<&AccountRecord>) -> AccountRecord {
+    let want = want.cloned().unwrap_or_default();
+    let Some(have) = have else { return want };
+    AccountRecord {
+        description: want.description.filter(|d| have.description.as_ref() != Some(d)),
+        organization: want.organization.filter(|o| have.organization.as_ref() != Some(o)),
+    }
 }

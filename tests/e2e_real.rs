@@ -185,7 +185,12 @@ fn lifecycle_of_a_waldur_like_tree() {
         return;
     }
     let site = Site::new("life");
-    seed(&["add", "qos", "e2e_paused,e2e_down"]);
+    let existing = show(&["show", "qos", "format=Name"]);
+    for q in ["e2e_paused", "e2e_down"] {
+        if !existing.iter().any(|e| e == q) {
+            seed(&["add", "qos", q]);
+        }
+    }
     seed(&["add", "account", "local_group", &format!("cluster={}", site.cluster), "description=Local"]);
     seed(&["add", "user", "zed", "account=local_group", &format!("cluster={}", site.cluster)]);
     let unmanaged_before: Vec<String> =
@@ -232,7 +237,10 @@ fn lifecycle_of_a_waldur_like_tree() {
     assert_eq!(unmanaged_before, unmanaged_after);
 
     // dump + plan against the dump == live plan (on a drifted desired file)
-    let drift = site.desired(&tree_yaml("hpc_c_tartu", paused, "grp_submit_jobs: 0", "dave, erin", ""));
+    let drift = site.desired(
+        &tree_yaml("hpc_c_tartu", paused, "grp_submit_jobs: 0", "dave, erin", "")
+            .replace("{name: bob, default_qos: normal}", "{name: bob, default_qos: e2e_paused}"),
+    );
     let snap = site.path("snap");
     let d = slurmplan(&["dump", "-o", dir_str(&snap)]);
     assert_eq!(d.code, 0, "{}", d.stderr);
@@ -275,6 +283,7 @@ fn default_accounts_never_dangle_and_users_are_batched() {
     let d = site.desired(&yaml(&users.join(", "), false));
     let plan = slurmplan(&["plan", "-d", dir_str(&d), "--format", "json"]);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(plan.stdout.contains("\"account_delete\""), "{}", plan.stdout);
     let v: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
     let steps = v["steps"].as_array().unwrap();
     assert!(!steps.is_empty());
@@ -306,6 +315,12 @@ fn default_accounts_never_dangle_and_users_are_batched() {
     // bulk removal of 20 users: batched into one delete
     let r = site.converge(&yaml(&users[..10].join(", "), false));
     assert_eq!(r.stderr.matches("delete user").count(), 1, "{}", r.stderr);
+
+    // the mass-delete guard: removing 10 users is fine above; removing the last 10 users and
+    // both accounts of a 12-object scope is refused without --allow-mass-delete only past 20
+    let d = site.desired("version: 1\nmanaged:\n  prefixes: [hpc_]\nclusters:\n  CLUSTER:\n    accounts: {}\n");
+    let p = slurmplan(&["plan", "-d", dir_str(&d)]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
 }
 
 /// A second cluster on the same slurmdbd is planned independently; a stale plan is refused.

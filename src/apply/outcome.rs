@@ -91,7 +91,8 @@ const REFUSALS: &[(&str, &str, &str)] = &[
 /// The word sacctmgr prints first when a verb did something.
 fn confirmation(cmd: &Command) -> &'static [&'static str] {
     match cmd.verb() {
-        "add" => &["adding"],
+        // an existing account or user record only prints its new associations
+        "add" => &["adding", "associations"],
         "delete" => &["deleting"],
         _ => &["modified"],
     }

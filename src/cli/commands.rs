@@ -105,7 +105,27 @@ pub fn resolve(d: &desired::Desired, current: &State) -> Result<desired::resolve
 
 /// Refuse plans that delete too much (design.md section 5).
 pub fn mass_delete_guard(plan: &Plan, managed: usize, allow: bool) -> Result<(), Failure> {
-    let deletes = plan.summary.destroy;
+    // An account's own associations go with it; count the account once.
+    let deleted_accounts: std::collections::BTreeSet<(String, String)> = plan
+        .changes
+        .iter()
+        .filter_map(|c| match &c.change {
+            slurmplan::diff::Change::AccountDelete { cluster, name, .. } => {
+                Some((cluster.to_string(), name.to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    let deletes = plan
+        .changes
+        .iter()
+        .filter(|c| match &c.change {
+            slurmplan::diff::Change::UserDelete { cluster, key, .. } => {
+                !deleted_accounts.contains(&(cluster.to_string(), key.account.to_string()))
+            }
+            _ => c.action == slurmplan::diff::Action::Delete,
+        })
+        .count();
     let limit = std::cmp::max(20, managed / 10);
     if deletes > limit && !allow {
         return Err(Failure::new(format!(

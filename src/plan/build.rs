@@ -164,7 +164,7 @@ fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &St
                 None => true,
             };
             let assoc = if ok { want.clone() } else { without_qos(want) };
-            let record = desired.accounts.get(n).cloned().unwrap_or_default();
+            let record = crate::diff::new_record(desired.accounts.get(n), b.sim.state.accounts.get(n));
             let key = (parent.clone(), serde_json::to_string(&(&record, &assoc)).unwrap_or_default());
             groups.entry(key).or_insert_with(|| (record, assoc, Vec::new())).2.push(n.clone());
         }
