@@ -133,7 +133,11 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
         }
     }
     // Account records of accounts that exist on both sides.
+    // (an account on no desired cluster keeps its record: there is nothing to change it through)
     for (name, rec) in &desired.accounts {
+        if !desired.clusters.values().any(|c| c.accounts.contains(name.as_str())) {
+            continue;
+        }
         if let Some(cur) = current.accounts.get(name) {
             let to = AccountRecord {
                 description: rec.description.clone().or_else(|| cur.description.clone()),

@@ -93,21 +93,14 @@ pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Resu
             }
         }
     }
+    // Order (docs/planning.md): creates and adds first, then DefaultAccount moves, removals
+    // and deletes of leaves, re-parents, the remaining deletes, and only then QoS swaps and
+    // limits, so associations on their way out never block a swap or a move.
     for (cname, d) in &desired.clusters {
         account_creates(&mut b, cname, d, desired)?;
     }
     for (cname, d) in &desired.clusters {
-        reparents(&mut b, cname, d)?;
-    }
-    for (cname, d) in &desired.clusters {
         user_adds(&mut b, cname, d)?;
-    }
-    for (cname, d) in &desired.clusters {
-        qos_changes(&mut b, cname, d)?;
-    }
-    account_records(&mut b, desired)?;
-    for (cname, d) in &desired.clusters {
-        limits(&mut b, cname, d)?;
     }
     for (cname, d) in &desired.clusters {
         default_moves(&mut b, cname, d)?;
@@ -116,7 +109,20 @@ pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Resu
         user_removals(&mut b, cname, d)?;
     }
     for (cname, d) in &desired.clusters {
-        account_deletes(&mut b, cname, d)?;
+        account_deletes(&mut b, cname, d, true)?;
+    }
+    for (cname, d) in &desired.clusters {
+        reparents(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        account_deletes(&mut b, cname, d, false)?;
+    }
+    for (cname, d) in &desired.clusters {
+        qos_changes(&mut b, cname, d)?;
+    }
+    account_records(&mut b, desired)?;
+    for (cname, d) in &desired.clusters {
+        limits(&mut b, cname, d)?;
     }
     // QoS deletes last.
     let gone: Vec<Name> = b.sim.state.qos.keys().filter(|n| !desired.qos.contains_key(*n)).cloned().collect();
@@ -195,26 +201,7 @@ fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
     }
     moves.sort();
     for (_, name, parent) in moves {
-        let c = b.cluster(cname);
-        if sim::check_reparent(c, &name, &parent).is_err() {
-            // Pin the account's own QoS list and DefaultQOS so the move cannot leave anything
-            // in its subtree without its default; the QoS phase sets the final values.
-            let node = c.accounts.get(name.as_str()).expect("exists");
-            let mut pinned = c.accounts.effective_qos(name.as_str());
-            pinned.extend(c.accounts.effective_qos(parent.as_str()));
-            let mut set = AssocSet { qos: Some(QosList::Set(pinned)), ..Default::default() };
-            if node.assoc.default_qos.is_none()
-                && let Some(d) = c.accounts.effective_default_qos(name.as_str())
-            {
-                set.default_qos = Some(Some(d.clone()));
-            }
-            b.emit(
-                Phase::Reparent,
-                Command::ModifyAccount { cluster: cname.clone(), names: vec![name.clone()], set },
-                vec![acct_addr(cname, &name)],
-                Some("pin QoS so the move keeps every DefaultQOS valid"),
-            )?;
-        }
+        make_move_safe(b, cname, d, &name, &parent)?;
         b.emit(
             Phase::Reparent,
             Command::Reparent { cluster: cname.clone(), name: name.clone(), parent },
@@ -223,6 +210,123 @@ fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
         )?;
     }
     Ok(())
+}
+
+/// Before moving `name` under `parent`, make sure no association in its subtree ends up with
+/// a DefaultQOS outside its QoS list: first try giving the account its final QoS settings
+/// before the move; else pin its list (old ∪ new) and DefaultQOS, and widen explicit lists
+/// below it that would inherit the new parent's DefaultQOS. The QoS phase sets final values.
+fn make_move_safe(
+    b: &mut Builder,
+    cname: &Name,
+    d: &ClusterState,
+    name: &Name,
+    parent: &Name,
+) -> Result<(), PlanError> {
+    let c = b.cluster(cname);
+    if sim::check_reparent(c, name, parent).is_ok() {
+        return Ok(());
+    }
+    let have = c.accounts.get(name.as_str()).expect("exists").assoc.clone();
+    let want = &d.accounts.get(name.as_str()).expect("desired").assoc;
+    let mut fin = have.clone();
+    fin.qos = want.qos.clone();
+    fin.default_qos = want.default_qos.clone();
+    if fin != have
+        && sim::check_account_change(c, name, &fin).is_ok()
+        && sim::check_reparent_with(c, name, parent, &fin).is_ok()
+    {
+        return b.emit(
+            Phase::Reparent,
+            Command::ModifyAccount { cluster: cname.clone(), names: vec![name.clone()], set: qos_set(&have, want) },
+            vec![acct_addr(cname, name)],
+            Some("final QoS first, so the move keeps every DefaultQOS valid"),
+        );
+    }
+    let mut pinned = c.accounts.effective_qos(name.as_str());
+    pinned.extend(c.accounts.effective_qos(parent.as_str()));
+    let mut set = AssocSet::default();
+    if have.qos != QosList::Set(pinned.clone()) {
+        set.qos = Some(QosList::Set(pinned));
+    }
+    let own_default = have.default_qos.clone().or_else(|| c.accounts.effective_default_qos(name.as_str()).cloned());
+    if have.default_qos.is_none() && own_default.is_some() {
+        set.default_qos = Some(own_default.clone());
+    }
+    // With no default to pin, everything below inherits the new parent's default after the
+    // move: explicit lists that lack it are widened first.
+    let mut widen: Vec<Command> = Vec::new();
+    if own_default.is_none()
+        && let Some(newdef) = c.accounts.effective_default_qos(parent.as_str()).cloned()
+    {
+        collect_widenings(c, cname, name, &newdef, &mut widen);
+    }
+    if !set.is_empty() {
+        b.emit(
+            Phase::Reparent,
+            Command::ModifyAccount { cluster: cname.clone(), names: vec![name.clone()], set },
+            vec![acct_addr(cname, name)],
+            Some("pin QoS so the move keeps every DefaultQOS valid"),
+        )?;
+    }
+    for cmd in widen {
+        let object = match &cmd {
+            Command::ModifyAccount { names, .. } => acct_addr(cname, &names[0]),
+            Command::ModifyUser { users, account, partition, .. } => user_addr(
+                cname,
+                &UserKey { account: account.clone(), user: users[0].clone(), partition: partition.clone() },
+            ),
+            _ => String::new(),
+        };
+        b.emit(
+            Phase::Reparent,
+            cmd,
+            vec![object],
+            Some("widen the QoS list so the move keeps every DefaultQOS valid"),
+        )?;
+    }
+    Ok(())
+}
+
+/// Commands adding `newdef` to every explicit QoS list in the subtree of `top` (accounts and
+/// users) that would inherit `newdef` as its DefaultQOS and does not contain it.
+fn collect_widenings(c: &ClusterState, cname: &Name, top: &Name, newdef: &Name, out: &mut Vec<Command>) {
+    let Some(node) = c.accounts.get(top.as_str()) else { return };
+    if node.assoc.default_qos.is_some() {
+        return; // this subtree has its own default
+    }
+    if let QosList::Set(s) = &node.assoc.qos
+        && !s.contains(newdef)
+    {
+        let mut wide = s.clone();
+        wide.insert(newdef.clone());
+        out.push(Command::ModifyAccount {
+            cluster: cname.clone(),
+            names: vec![top.clone()],
+            set: AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() },
+        });
+    }
+    for (k, a) in c.users_of_account(top) {
+        if a.default_qos.is_some() {
+            continue;
+        }
+        if let QosList::Set(s) = &a.qos
+            && !s.contains(newdef)
+        {
+            let mut wide = s.clone();
+            wide.insert(newdef.clone());
+            out.push(Command::ModifyUser {
+                cluster: cname.clone(),
+                users: vec![k.user.clone()],
+                account: k.account.clone(),
+                partition: k.partition.clone(),
+                set: AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() },
+            });
+        }
+    }
+    for child in c.accounts.children(top.as_str()) {
+        collect_widenings(c, cname, child, newdef, out);
+    }
 }
 
 fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
@@ -525,13 +629,19 @@ fn user_removals(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), 
     Ok(())
 }
 
-fn account_deletes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+/// Delete accounts that are not desired, deepest first, batched per depth. `leaves_only`:
+/// only those whose whole subtree goes (run before re-parents); the rest after.
+fn account_deletes(b: &mut Builder, cname: &Name, d: &ClusterState, leaves_only: bool) -> Result<(), PlanError> {
     let c = b.cluster(cname);
     let mut by_depth: BTreeMap<std::cmp::Reverse<usize>, Vec<Name>> = BTreeMap::new();
     for n in c.accounts.names() {
-        if !d.accounts.contains(n.as_str()) {
-            by_depth.entry(std::cmp::Reverse(c.accounts.depth(n.as_str()))).or_default().push(n.clone());
+        if d.accounts.contains(n.as_str()) {
+            continue;
         }
+        if leaves_only && c.accounts.subtree(n.as_str()).iter().any(|x| d.accounts.contains(x.as_str())) {
+            continue;
+        }
+        by_depth.entry(std::cmp::Reverse(c.accounts.depth(n.as_str()))).or_default().push(n.clone());
     }
     for (_, names) in by_depth {
         let objects = names.iter().map(|n| acct_addr(cname, n)).collect();

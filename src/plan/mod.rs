@@ -16,19 +16,19 @@ use crate::sacctmgr::command::Command;
 
 pub const FORMAT_VERSION: u32 = 1;
 
-/// The phase a step belongs to (design.md section 5), in execution order.
+/// The phase a step belongs to, in execution order (docs/planning.md explains the order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     QosCreate,
     AccountCreate,
-    Reparent,
     UserAdd,
-    QosSwap,
-    Limits,
     DefaultAccount,
     UserRemove,
     AccountDelete,
+    Reparent,
+    QosSwap,
+    Limits,
     QosDelete,
 }
 

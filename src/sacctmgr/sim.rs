@@ -389,6 +389,13 @@ pub fn check_reparent(c: &ClusterState, name: &Name, parent: &Name) -> Result<()
     walk(c, name, None, &peff, pdef.as_ref())
 }
 
+/// Would placing account `name`, with association `new`, under `parent` keep every rule?
+pub fn check_reparent_with(c: &ClusterState, name: &Name, parent: &Name, new: &Assoc) -> Result<(), SimError> {
+    let peff = c.accounts.effective_qos(parent.as_str());
+    let pdef = c.accounts.effective_default_qos(parent.as_str()).cloned();
+    walk(c, name, Some(new), &peff, pdef.as_ref())
+}
+
 /// Would giving user association `key` the settings `new` keep the rules?
 pub fn check_user_change(c: &ClusterState, key: &UserKey, new: &Assoc) -> Result<(), SimError> {
     let eff = c.accounts.effective_qos(key.account.as_str());
