@@ -1,0 +1,201 @@
+//! The command-line contract, end to end through the real binary, on the shipped examples
+//! (no Slurm needed): exit codes, stdout/stderr separation, every format, every example.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn slurmplan(args: &[&str]) -> Run {
+    let o = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
+        .args(args)
+        .env_remove("SLURMPLAN_SACCTMGR")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run slurmplan");
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every directory under examples/ with a `state/` and a `desired.yaml`.
+fn examples() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("state").is_dir() && p.join("desired.yaml").is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn every_example_plans_validates_and_renders_in_every_format() {
+    let ex = examples();
+    assert!(!ex.is_empty(), "no examples found");
+    for dir in ex {
+        let state = dir.join("state");
+        let desired = dir.join("desired.yaml");
+        let v = slurmplan(&["validate", s(&desired), "--state", s(&state)]);
+        assert_eq!(v.code, 0, "{}: {}", dir.display(), v.stderr);
+        for format in ["text", "json", "diff", "table", "script"] {
+            let r =
+                slurmplan(&["plan", "--state", s(&state), "-d", s(&desired), "--format", format, "--color", "never"]);
+            assert_eq!(r.code, 0, "{} {format}: {}", dir.display(), r.stderr);
+            assert!(!r.stdout.is_empty(), "{} {format}: empty output", dir.display());
+            assert!(!r.stdout.contains('\x1b'), "colour in {format}");
+        }
+        let r = slurmplan(&["plan", "--state", s(&state), "-d", s(&desired), "--detailed-exitcode"]);
+        assert_eq!(r.code, 2, "{}: the example is meant to show drift", dir.display());
+    }
+}
+
+#[test]
+fn site_a_plan_in_every_format_is_stable() {
+    let dir = root().join("examples/site-a");
+    let state = dir.join("state");
+    let desired = dir.join("desired.yaml");
+    for format in ["text", "json", "diff", "table", "script"] {
+        let r = slurmplan(&["plan", "--state", s(&state), "-d", s(&desired), "--format", format, "--color", "never"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let again =
+            slurmplan(&["plan", "--state", s(&state), "-d", s(&desired), "--format", format, "--color", "never"]);
+        assert_eq!(r.stdout, again.stdout, "{format} output is not deterministic");
+        insta::assert_snapshot!(format!("site_a_{format}"), r.stdout);
+    }
+}
+
+#[test]
+fn site_a_plan_handles_every_drift_case_in_a_safe_order() {
+    let dir = root().join("examples/site-a");
+    let r =
+        slurmplan(&["plan", "--state", s(&dir.join("state")), "-d", s(&dir.join("desired.yaml")), "--format", "json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let argv: Vec<String> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect::<Vec<_>>().join(" "))
+        .collect();
+    let pos = |needle: &str| {
+        argv.iter().position(|a| a.contains(needle)).unwrap_or_else(|| panic!("no step `{needle}` in {argv:#?}"))
+    };
+    // dave's default moves before the association it points to is removed
+    assert!(pos("set defaultaccount=hpc_a_robo") < pos("delete user where name=dave account=hpc_a_old"));
+    // bob's own DefaultQOS is dropped before the swap, and the swap sets both in one command
+    assert!(pos("name=bob account=hpc_a_assembly") < pos("set qos=paused defaultqos=paused"));
+    // the wrong parent is fixed by a re-parent alone
+    assert!(
+        argv.iter()
+            .any(|a| a.ends_with("modify account where name=hpc_a_lattice cluster=rocket set parent=hpc_p_physics"))
+    );
+    // the unmanaged account and its user are not touched
+    assert!(!argv.iter().any(|a| a.contains("physics_local") || a.contains("name=frank")));
+    for a in &argv {
+        assert!(a.starts_with("sacctmgr -i "), "{a}");
+    }
+    assert_eq!(v["summary"], serde_json::json!({"add": 1, "change": 9, "destroy": 2}));
+}
+
+#[test]
+fn saved_plan_shows_the_same_and_exit_codes_follow_the_contract() {
+    let dir = root().join("examples/site-a");
+    let tmp = tempfile::tempdir().unwrap();
+    let planfile = tmp.path().join("plan.json");
+    let r = slurmplan(&[
+        "plan",
+        "--state",
+        s(&dir.join("state")),
+        "-d",
+        s(&dir.join("desired.yaml")),
+        "-o",
+        s(&planfile),
+        "--color",
+        "never",
+    ]);
+    assert_eq!(r.code, 0);
+    assert!(r.stderr.contains("plan saved to"), "{}", r.stderr);
+    let shown = slurmplan(&["show", s(&planfile), "--color", "never"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert_eq!(shown.stdout, r.stdout);
+    // an edited plan file is refused
+    let text = std::fs::read_to_string(&planfile).unwrap().replacen("hpc_a_robo", "hpc_a_rob0", 1);
+    std::fs::write(&planfile, text).unwrap();
+    let bad = slurmplan(&["show", s(&planfile)]);
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("modified after it was written"), "{}", bad.stderr);
+    // usage errors exit 64
+    assert_eq!(slurmplan(&["plan"]).code, 64);
+    assert_eq!(slurmplan(&["no-such-command"]).code, 64);
+    assert_eq!(slurmplan(&["--help"]).code, 0);
+}
+
+#[test]
+fn no_changes_exits_zero_even_with_detailed_exitcode() {
+    let dir = root().join("examples/site-a");
+    let tmp = tempfile::tempdir().unwrap();
+    // a desired file that manages nothing that differs: only the protected customer tree, as is
+    let yaml = "version: 1\nmanaged:\n  prefixes: [nothing_here_]\n";
+    let d = tmp.path().join("d.yaml");
+    std::fs::write(&d, yaml).unwrap();
+    let r =
+        slurmplan(&["plan", "--state", s(&dir.join("state")), "-d", s(&d), "--detailed-exitcode", "--color", "never"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("No changes"), "{}", r.stdout);
+}
+
+#[test]
+fn bad_inputs_are_errors_with_locations_and_nothing_is_planned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("bad.yaml");
+    std::fs::write(&d, "version: 1\nmanaged:\n  roots: [hpc]\nclusters:\n  c1:\n    accounts:\n      co,mma: {}\n      hpc: {parnt: root}\n").unwrap();
+    let r = slurmplan(&["validate", s(&d)]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.is_empty(), "diagnostics go to stderr");
+    assert!(r.stderr.contains("bad.yaml:7:7"), "{}", r.stderr);
+    assert!(r.stderr.contains("bad.yaml:8:13"), "{}", r.stderr);
+    assert!(r.stderr.contains("did you mean `parent`"), "{}", r.stderr);
+    // a snapshot directory without assocs.txt names the command that produces it
+    let snap = tmp.path().join("snap");
+    std::fs::create_dir(&snap).unwrap();
+    let p = slurmplan(&["plan", "--state", s(&snap), "-d", s(&root().join("examples/site-a/desired.yaml"))]);
+    assert_eq!(p.code, 1);
+    assert!(p.stderr.contains("sacctmgr -n -P show assoc wopl withrawqos"), "{}", p.stderr);
+    // an unknown cluster in the desired file
+    let d2 = tmp.path().join("other.yaml");
+    std::fs::write(&d2, "version: 1\nmanaged:\n  prefixes: [x_]\nclusters:\n  nosuch:\n    accounts:\n      x_a: {}\n")
+        .unwrap();
+    let p = slurmplan(&["plan", "--state", s(&root().join("examples/site-a/state")), "-d", s(&d2)]);
+    assert_eq!(p.code, 1);
+    assert!(p.stderr.contains("cluster `nosuch` is not registered"), "{}", p.stderr);
+}
+
+#[test]
+fn colour_follows_the_flag_and_no_color() {
+    let dir = root().join("examples/site-a");
+    let (state, desired) = (dir.join("state"), dir.join("desired.yaml"));
+    let r = slurmplan(&["plan", "--state", s(&state), "-d", s(&desired), "--color", "always"]);
+    assert!(r.stdout.contains('\x1b'), "--color always must colour");
+    let o = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
+        .args(["plan", "--state", s(&dir.join("state")), "-d", s(&dir.join("desired.yaml"))])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).contains('\x1b'));
+}
