@@ -265,11 +265,11 @@ fn qos_settings(set: &QosSet) -> String {
 }
 
 fn account_line(cluster: &Name, account: &str, parent: &str) -> String {
-    format!("  C = {cluster:<10} A = {account} of {parent}\n")
+    format!("  C = {:<10} A = {account} of {parent}\n", cluster.as_str())
 }
 
 fn user_line(cluster: &Name, account: &Name, user: &Name, partition: Option<&Name>) -> String {
-    let mut s = format!("  C = {cluster:<10} A = {account:<20} U = {user:<9}");
+    let mut s = format!("  C = {:<10} A = {:<20} U = {:<9}", cluster.as_str(), account.as_str(), user.as_str());
     if let Some(p) = partition {
         let _ = write!(s, " P = {p}");
     }
@@ -371,14 +371,22 @@ fn success_text(cmd: &Command, st: &State) -> String {
             }
         }
         Command::AddAccount { cluster, names, parent, record, set } => {
-            s.push_str(" Adding Account(s)\n");
-            for n in names {
-                let _ = writeln!(s, "  {n}");
+            // account records are global: one that exists (on any cluster) is not "added"
+            let new: Vec<&Name> = names.iter().filter(|n| !st.accounts.contains_key(*n)).collect();
+            if !new.is_empty() {
+                s.push_str(" Adding Account(s)\n");
+                for n in new {
+                    let _ = writeln!(s, "  {n}");
+                }
+                let d = record.description.as_deref().map(str::to_lowercase).unwrap_or_else(|| "Account Name".into());
+                let o = record
+                    .organization
+                    .as_deref()
+                    .map(str::to_lowercase)
+                    .unwrap_or_else(|| "Parent/Account Name".into());
+                let _ = writeln!(s, " Settings\n  Description     = {d}\n  Organization    = {o}");
             }
-            let d = record.description.as_deref().map(str::to_lowercase).unwrap_or_else(|| "Account Name".into());
-            let o =
-                record.organization.as_deref().map(str::to_lowercase).unwrap_or_else(|| "Parent/Account Name".into());
-            let _ = writeln!(s, " Settings\n  Description     = {d}\n  Organization    = {o}\n Associations");
+            s.push_str(" Associations\n");
             for n in names {
                 let _ = writeln!(s, "  A = {} C = {}", trunc(n.as_str(), 10), trunc(cluster.as_str(), 10));
             }
@@ -453,7 +461,7 @@ fn success_text(cmd: &Command, st: &State) -> String {
         Command::DeleteUser { cluster, users, account, partition } => {
             s.push_str(" Deleting user associations...\n");
             for u in users {
-                let _ = write!(s, "  C = {cluster:<10} A = {account:<10} U = {u:<9}");
+                let _ = write!(s, "  C = {:<10} A = {:<10} U = {:<9}", cluster.as_str(), account.as_str(), u.as_str());
                 if let Some(p) = partition {
                     let _ = write!(s, " P = {p}");
                 }
@@ -467,9 +475,9 @@ fn success_text(cmd: &Command, st: &State) -> String {
 const DEFQOS_HEAD: &str = " These associations don't have access to their default qos.\n Please give them access before they the default can be set to this.\n";
 
 fn defqos_line(def: &str, cluster: &Name, account: &Name, user: Option<(&Name, Option<&Name>)>) -> String {
-    let mut s = format!("  DefQOS = {def:<10} C = {cluster:<10} A = {account:<20} ");
+    let mut s = format!("  DefQOS = {def:<10} C = {:<10} A = {:<20} ", cluster.as_str(), account.as_str());
     if let Some((u, p)) = user {
-        let _ = write!(s, "U = {u:<9}");
+        let _ = write!(s, "U = {:<9}", u.as_str());
         if let Some(p) = p {
             let _ = write!(s, " P = {p}");
         }
@@ -634,7 +642,9 @@ fn failure(cmd: &Command, before: &State, after: &State, e: &SimError) -> Reply 
             reply(
                 "",
                 format!(
-                    " Error with request: You can not remove the default account of a user\n  C = {cluster:<15} A = {account:<10} U = {u}\n You must change the default account of these users or remove the users completely from the affected clusters to allow these changes.\n Changes Discarded\n"
+                    " Error with request: You can not remove the default account of a user\n  C = {:<15} A = {:<10} U = {u}\n You must change the default account of these users or remove the users completely from the affected clusters to allow these changes.\n Changes Discarded\n",
+                    cluster.as_str(),
+                    account.as_str()
                 ),
                 1,
             )
