@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use slurmplan::model::{AccountGraph, AccountRecord, Assoc, ClusterState, Name, NameKind, Qos, QosList, State, UserKey};
+use slurmplan::model::{
+    AccountGraph, AccountRecord, Assoc, ClusterState, Name, NameKind, Qos, QosList, State, UserKey,
+};
 use slurmplan::sacctmgr::{parse::write_state, snapshot};
 
 struct Rng(u64);
@@ -80,7 +82,8 @@ fn main() {
     }
     let normal: BTreeSet<Name> = [n("normal")].into();
     for i in 0..allocs {
-        let mut assoc = Assoc { qos: QosList::Set(normal.clone()), default_qos: Some(n("normal")), ..Default::default() };
+        let mut assoc =
+            Assoc { qos: QosList::Set(normal.clone()), default_qos: Some(n("normal")), ..Default::default() };
         assoc.limits.grp_tres_mins.insert("cpu".into(), 60_000 * (1 + (i as u64 % 100)));
         assoc.limits.grp_tres_mins.insert("mem".into(), 1024 * (1 + (i as u64 % 50)));
         tree.push(Acct { name: n(&format!("hpc_a{i}")), parent: n(&format!("hpc_p{}", i % projects)), assoc });
@@ -92,7 +95,8 @@ fn main() {
         for _ in 0..per_alloc {
             let u = n(&format!("u{}", k % users));
             k += 1;
-            user_assocs.insert(UserKey { account: n(&format!("hpc_a{i}")), user: u, partition: None }, Assoc::default());
+            user_assocs
+                .insert(UserKey { account: n(&format!("hpc_a{i}")), user: u, partition: None }, Assoc::default());
         }
     }
     let current = build(&tree, &user_assocs);
@@ -124,7 +128,11 @@ fn main() {
     let new_accounts = ((allocs as f64) * drift) as usize;
     for i in 0..new_accounts {
         let assoc = Assoc { qos: QosList::Set(normal.clone()), default_qos: Some(n("normal")), ..Default::default() };
-        dtree.push(Acct { name: n(&format!("hpc_new{i}")), parent: n(&format!("hpc_p{}", rng.below(projects))), assoc });
+        dtree.push(Acct {
+            name: n(&format!("hpc_new{i}")),
+            parent: n(&format!("hpc_p{}", rng.below(projects))),
+            assoc,
+        });
     }
     let mut dusers: BTreeMap<UserKey, Assoc> = BTreeMap::new();
     for (key, a) in &user_assocs {

@@ -188,12 +188,16 @@ pub fn build_plan(
         })
         .sum();
     t.mark("diff + order");
+    // A one-shot process: freeing a million associations only costs time before exit.
+    std::mem::forget(resolved);
+    std::mem::forget(d);
     mass_delete_guard(&plan, managed, allow_mass_delete)?;
     Ok((plan, current))
 }
 
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
-    let (plan, _) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete)?;
+    let (plan, current) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete)?;
+    std::mem::forget(current); // see build_plan
     let mut t = Timings::start();
     if let Some(out) = &a.output {
         write_atomic(out, &plan::file::to_json(&plan))?;

@@ -69,7 +69,15 @@ impl Name {
         if input.len() > 64 {
             return Err(err("it is longer than 64 characters", "use a shorter name"));
         }
-        let folded = if keep_case { input.to_string() } else { input.to_ascii_lowercase() };
+        // Fast path (every name sacctmgr prints): nothing to fold, no allocation.
+        let needs_fold = !keep_case && input.bytes().any(|b| b.is_ascii_uppercase());
+        let owned;
+        let folded: &str = if needs_fold {
+            owned = input.to_ascii_lowercase();
+            &owned
+        } else {
+            input
+        };
         if folded.starts_with('-') {
             return Err(err(
                 "it starts with `-`, which sacctmgr reads as an option or a removal",
@@ -106,7 +114,7 @@ impl Name {
             };
             return Err(err(reason, hint));
         }
-        Ok(Parsed { lowercased: folded != input, name: Name(intern(&folded)) })
+        Ok(Parsed { lowercased: needs_fold, name: Name(intern(folded)) })
     }
 
     /// Parse and insist there was nothing to fold (used where input comes from sacctmgr itself).
