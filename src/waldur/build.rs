@@ -113,7 +113,7 @@ fn text(s: &str) -> Option<String> {
 }
 
 fn round(v: f64) -> Option<u64> {
-    (v.is_finite() && v >= 0.0 && v < 1.8e19).then(|| v.round() as u64)
+    (v.is_finite() && (0.0..1.8e19).contains(&v)).then(|| v.round() as u64)
 }
 
 /// Build the desired YAML. `Err` holds every error (with the warnings found so far).
@@ -632,7 +632,15 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
         for (n, o) in &qos {
             let _ = writeln!(y, "  # {}", o.comment);
             let _ = writeln!(y, "  {}:", q(n.as_str()));
-            let _ = writeln!(y, "    flags: [{}]", o.flags.iter().map(|f| q(f)).collect::<Vec<_>>().join(", "));
+            let _ = writeln!(
+                y,
+                "    flags: [{}]",
+                o.flags
+                    .iter()
+                    .map(|f| if f.chars().all(|c| c.is_ascii_alphanumeric()) { f.clone() } else { q(f) })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             if !o.grp_tres.is_empty() {
                 let _ = writeln!(y, "    grp_tres: {}", tres(&o.grp_tres));
             }

@@ -21,3 +21,6 @@ pub mod export;
 pub use build::{BuildOptions, Built, build};
 pub use config::{Policy, Settings, load_config};
 pub use export::{Export, load_export};
+
+#[cfg(test)]
+mod tests;
