@@ -50,6 +50,9 @@ pub enum Cmd {
     Show(ShowArgs),
     /// Check a desired-state file (and, with --state, resolve it against a snapshot)
     Validate(ValidateArgs),
+    /// Waldur integration: build a desired state from Waldur exports and the site agent's config
+    #[command(subcommand)]
+    Waldur(super::waldur::WaldurCmd),
 }
 
 #[derive(Args, Debug)]

@@ -23,6 +23,7 @@ pub fn run(cli: Cli) -> Outcome {
         Cmd::Apply(a) => apply(&g, a),
         Cmd::Show(a) => show(&g, a),
         Cmd::Validate(a) => validate(a),
+        Cmd::Waldur(c) => super::waldur::run(c),
     }
 }
 

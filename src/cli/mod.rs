@@ -8,6 +8,7 @@
 mod apply;
 mod args;
 mod commands;
+mod waldur;
 
 use std::io::IsTerminal;
 
