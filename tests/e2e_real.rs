@@ -348,3 +348,48 @@ fn second_cluster_and_stale_plan() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("stale"), "{}", r.stderr);
 }
+
+/// Waldur exports + the site-agent config -> desired -> apply on real slurmdbd -> plan is empty.
+#[test]
+fn waldur_build_apply_converges() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("wald");
+    let existing = show(&["show", "qos", "format=Name"]);
+    for q in ["paused", "downscaled", "gpu_long"] {
+        if !existing.iter().any(|e| e == q) {
+            seed(&["add", "qos", q]);
+        }
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // gres/gpu is not a TRES of the test bed's slurmdbd: keep the cpu component only
+    let config = std::fs::read_to_string(root.join("tests/data/waldur/configs/nested-individual.yaml"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("gres/gpu"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let cfg = site.path("agent.yaml");
+    std::fs::write(&cfg, config).unwrap();
+    let out = site.path("desired.yaml");
+    let export = root.join("tests/data/waldur/site1/export");
+    let b = slurmplan(&[
+        "waldur",
+        "build",
+        "--config",
+        dir_str(&cfg),
+        "--export",
+        dir_str(&export),
+        "--cluster",
+        &site.cluster,
+        "-o",
+        dir_str(&out),
+    ]);
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    let yaml = std::fs::read_to_string(&out).unwrap();
+    site.converge(&yaml);
+    let rows = assocs(&site.cluster);
+    assert!(rows.iter().any(|r| r.contains("|paused|paused|")), "a paused allocation: {rows:#?}");
+    assert!(rows.iter().filter(|r| r.split('|').nth(1).is_some_and(|u| !u.is_empty())).count() >= 30, "{rows:#?}");
+}
