@@ -115,6 +115,17 @@ fn assoc_lines(a: &Assoc, parent_eff: &BTreeSet<Name>, what: &str, warnings: &mu
         }
     }
     if let Some(d) = &a.default_qos {
+        if let QosList::Set(s) = &a.qos
+            && !s.contains(d)
+        {
+            warnings.push(
+                Diagnostic::warning(
+                    "default-qos-outside",
+                    format!("{what} has DefaultQOS `{d}` outside its own QoS list; the desired file refuses that"),
+                )
+                .hint("run `slurmplan doctor` and fix the association, then export again"),
+            );
+        }
         v.push(format!("default_qos: {}", scalar(d.as_str())));
     }
     let scalars = [
@@ -378,4 +389,43 @@ pub fn export(state: &State, opts: &ExportOptions) -> Result<Exported, Vec<Diagn
         out.push_str(&body);
     }
     Ok(Exported { yaml: out, warnings, counts: (n_clusters, n_accounts, n_users, state.qos.len()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_yaml_would_misread_are_quoted() {
+        for (name, want) in [
+            ("hpc_a", "hpc_a"),
+            ("gres/gpu", "gres/gpu"),
+            ("1234", "\"1234\""),
+            ("true", "\"true\""),
+            ("No", "\"No\""),
+            ("gres/gpu:a100", "\"gres/gpu:a100\""),
+            (".hidden", "\".hidden\""),
+        ] {
+            assert_eq!(scalar(name), want);
+        }
+        assert_eq!(quoted("a: b # c\\"), "\"a: b # c\\\\\"");
+    }
+
+    #[test]
+    fn free_text_that_would_change_is_left_out() {
+        assert_eq!(text_ok(Some(&"physics dept".to_string())), Some(&"physics dept".to_string()));
+        assert_eq!(text_ok(Some(&"Normal QOS default".to_string())), None);
+        assert_eq!(text_ok(Some(&String::new())), None);
+        assert_eq!(text_ok(Some(&"it`s".to_string())), None);
+    }
+
+    #[test]
+    fn a_default_qos_outside_its_own_list_is_a_warning() {
+        let n = |s: &str| Name::strict(s, crate::model::NameKind::Qos).unwrap();
+        let a = Assoc { qos: QosList::Set([n("hi")].into()), default_qos: Some(n("normal")), ..Default::default() };
+        let mut w = Vec::new();
+        let lines = assoc_lines(&a, &BTreeSet::new(), "account `x`", &mut w);
+        assert_eq!(lines, ["qos: [hi]", "default_qos: normal"]);
+        assert_eq!(w[0].code, "default-qos-outside");
+    }
 }
