@@ -1,6 +1,11 @@
 //! The `slurmplan` binary: a thin main; everything is in `cli`.
 mod cli;
 
+/// mimalloc: planning a million associations is allocation-bound; glibc malloc spends a
+/// third of the time in malloc/free/consolidate there (measured, see docs/performance.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     std::process::exit(cli::main());
 }

@@ -56,6 +56,9 @@ pub enum Cmd {
     Doctor(super::doctor::DoctorArgs),
     /// Write a desired YAML that reproduces the current state (adopt an existing cluster)
     Export(super::export::ExportArgs),
+    /// Waldur integration: build a desired state from Waldur exports and the site agent's config
+    #[command(subcommand)]
+    Waldur(super::waldur::WaldurCmd),
 }
 
 #[derive(Args, Debug)]

@@ -26,6 +26,7 @@ pub fn run(cli: Cli) -> Outcome {
         Cmd::Drift(a) => super::drift::run(&g, a),
         Cmd::Doctor(a) => super::doctor::run(&g, a),
         Cmd::Export(a) => super::export::run(&g, a),
+        Cmd::Waldur(c) => super::waldur::run(c),
     }
 }
 
@@ -166,9 +167,13 @@ pub fn build_plan(
     state_dir: Option<&Path>,
     allow_mass_delete: bool,
 ) -> Result<(Plan, State), Failure> {
+    let mut t = Timings::start();
     let d = load_desired(desired_path)?;
+    t.mark("load desired");
     let current = current_state(g, state_dir)?;
+    t.mark("read current state");
     let resolved = resolve(&d, &current)?;
+    t.mark("resolve");
     let plan = plan::make_plan(&current, &resolved.state, &d.hash).map_err(|e| {
         Failure::new("cannot build a safe plan")
             .cause(e.to_string())
@@ -186,17 +191,24 @@ pub fn build_plan(
             accts.len() + users
         })
         .sum();
+    t.mark("diff + order");
+    // A one-shot process: freeing a million associations only costs time before exit.
+    std::mem::forget(resolved);
+    std::mem::forget(d);
     mass_delete_guard(&plan, managed, allow_mass_delete)?;
     Ok((plan, current))
 }
 
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
-    let (plan, _) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete)?;
+    let (plan, current) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete)?;
+    std::mem::forget(current); // see build_plan
+    let mut t = Timings::start();
     if let Some(out) = &a.output {
         write_atomic(out, &plan::file::to_json(&plan))?;
         eprintln!("plan saved to {}; apply it with: slurmplan apply {}", out.display(), out.display());
     }
     emit(&plan, a.format, use_color(g.color))?;
+    t.mark("render");
     Ok(if a.detailed_exitcode && !plan.is_empty() { EXIT_CHANGES } else { EXIT_OK })
 }
 
@@ -262,4 +274,22 @@ fn dump(g: &Global, a: DumpArgs) -> Outcome {
 
 fn apply(g: &Global, a: ApplyArgs) -> Outcome {
     super::apply::run(g, a)
+}
+
+/// Phase timings printed to stderr when `SLURMPLAN_TIMINGS=1` (for benchmarks).
+pub struct Timings {
+    on: bool,
+    last: std::time::Instant,
+}
+
+impl Timings {
+    pub fn start() -> Timings {
+        Timings { on: std::env::var_os("SLURMPLAN_TIMINGS").is_some_and(|v| v == "1"), last: std::time::Instant::now() }
+    }
+    pub fn mark(&mut self, what: &str) {
+        if self.on {
+            eprintln!("timing: {what}: {:.3} s", self.last.elapsed().as_secs_f64());
+        }
+        self.last = std::time::Instant::now();
+    }
 }

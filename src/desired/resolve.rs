@@ -34,7 +34,17 @@ pub fn is_managed(scope: &Scope, declared: bool, name: &Name, tree: &AccountGrap
 pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let mut state = current.clone();
+    // Clusters the file declares are rebuilt below; only the others are copied.
+    let mut state = State {
+        clusters: current
+            .clusters
+            .iter()
+            .filter(|(c, _)| !d.clusters.contains_key(*c))
+            .map(|(c, s)| (c.clone(), s.clone()))
+            .collect(),
+        accounts: current.accounts.clone(),
+        qos: current.qos.clone(),
+    };
     let mut managed_all = BTreeMap::new();
 
     // QoS: declared ones replace current (unmanaged fields kept); managed undeclared ones go.
@@ -264,8 +274,13 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
     }
     if errors.is_empty() {
         // The result must obey slurmdbd's rules (only report what the current state lacks).
-        let before: BTreeSet<String> = sim::check_state(current).into_iter().map(|e| e.0).collect();
-        for e in sim::check_state(&state) {
+        let after = sim::check_state(&state);
+        let before: BTreeSet<String> = if after.is_empty() {
+            BTreeSet::new()
+        } else {
+            sim::check_state(current).into_iter().map(|e| e.0).collect()
+        };
+        for e in after {
             if !before.contains(&e.0) {
                 errors.push(
                     Diagnostic::error("invalid-desired", format!("the desired state breaks a Slurm rule {}", e.0))

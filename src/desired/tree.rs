@@ -125,6 +125,14 @@ pub fn parse(text: &str) -> Result<Spanned<Node>, serde_saphyr::Error> {
     let mut options = serde_saphyr::Options::default();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
     options.with_snippet = false;
+    // Large sites declare a million user associations; the defaults (250k nodes) are for
+    // untrusted configs. Depth stays limited.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = 100_000_000;
+    budget.max_events = 200_000_000;
+    budget.max_total_scalar_bytes = 4 << 30;
+    budget.max_reader_input_bytes = Some(4 << 30);
+    options.budget = Some(budget);
     serde_saphyr::from_str_with_options(text, options)
 }
 

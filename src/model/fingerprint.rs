@@ -22,7 +22,8 @@ impl Write for HashWriter {
 
 /// `sha256:<hex>` of the canonical form of `state`.
 pub fn fingerprint(state: &State) -> String {
-    let mut w = HashWriter(Sha256::new());
+    // Buffered: serde_json writes many tiny pieces.
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
     // serde_json of BTreeMap-backed data is deterministic; errors cannot happen on a Vec writer.
     for (name, rec) in &state.accounts {
         let _ = writeln!(w, "R {name}");
@@ -51,7 +52,10 @@ pub fn fingerprint(state: &State) -> String {
             let _ = writeln!(w, "D {user} {acct}");
         }
     }
-    let digest = w.0.finalize();
+    let digest = match w.into_inner() {
+        Ok(h) => h.0.finalize(),
+        Err(_) => unreachable!("hashing cannot fail"),
+    };
     let mut hex = String::with_capacity(64 + 7);
     hex.push_str("sha256:");
     for b in digest.iter() {

@@ -30,10 +30,11 @@ impl fmt::Display for NameKind {
 }
 
 /// A name as sacctmgr stores it: lower-cased (users may keep case with PreserveCaseUser) and
-/// made only of `[a-z0-9_.-]`.
+/// made only of `[a-z0-9_.-]`. Shared (`Arc<str>`): a million associations repeat the same
+/// user and account names, and states are cloned while planning; clones must be cheap.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Name(String);
+pub struct Name(std::sync::Arc<str>);
 
 /// Why a name was refused, with a hint that says what to write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,7 +69,15 @@ impl Name {
         if input.len() > 64 {
             return Err(err("it is longer than 64 characters", "use a shorter name"));
         }
-        let folded = if keep_case { input.to_string() } else { input.to_ascii_lowercase() };
+        // Fast path (every name sacctmgr prints): nothing to fold, no allocation.
+        let needs_fold = !keep_case && input.bytes().any(|b| b.is_ascii_uppercase());
+        let owned;
+        let folded: &str = if needs_fold {
+            owned = input.to_ascii_lowercase();
+            &owned
+        } else {
+            input
+        };
         if folded.starts_with('-') {
             return Err(err(
                 "it starts with `-`, which sacctmgr reads as an option or a removal",
@@ -105,7 +114,7 @@ impl Name {
             };
             return Err(err(reason, hint));
         }
-        Ok(Parsed { lowercased: folded != input, name: Name(folded) })
+        Ok(Parsed { lowercased: needs_fold, name: Name(intern(folded)) })
     }
 
     /// Parse and insist there was nothing to fold (used where input comes from sacctmgr itself).
@@ -119,13 +128,13 @@ impl Name {
 
     /// The smallest name (empty), only as a lower bound for range queries.
     pub(crate) fn min_value() -> Name {
-        Name(String::new())
+        Name(std::sync::Arc::from(""))
     }
 
     /// Build without validation. Only for literals known to be valid (`root`).
     pub fn from_static(s: &'static str) -> Name {
         debug_assert!(Name::strict(s, NameKind::Account).is_ok());
-        Name(s.to_string())
+        Name(std::sync::Arc::from(s))
     }
 }
 
@@ -139,6 +148,24 @@ impl std::borrow::Borrow<str> for Name {
     fn borrow(&self) -> &str {
         &self.0
     }
+}
+
+thread_local! {
+    /// Every distinct name parsed on this thread, shared: a million associations name ~250k
+    /// distinct users and accounts, so storing each once keeps states small and clones cheap.
+    static NAMES: std::cell::RefCell<std::collections::HashSet<std::sync::Arc<str>>> = Default::default();
+}
+
+fn intern(s: &str) -> std::sync::Arc<str> {
+    NAMES.with(|set| {
+        let mut set = set.borrow_mut();
+        if let Some(a) = set.get(s) {
+            return a.clone();
+        }
+        let a: std::sync::Arc<str> = std::sync::Arc::from(s);
+        set.insert(a.clone());
+        a
+    })
 }
 
 /// The root account every Slurm cluster has; never deleted.

@@ -242,11 +242,12 @@ struct Cells<'r, 'a> {
 
 impl Cells<'_, '_> {
     fn raw(&self, field: &str) -> &str {
-        self.columns
-            .iter()
-            .position(|c| c.eq_ignore_ascii_case(field))
-            .and_then(|i| self.row.cells.get(i).copied())
-            .unwrap_or("")
+        // The snapshot's own column order first (exact match, no search), else search.
+        let i = match self.columns.iter().position(|c| std::ptr::eq(*c, field) || *c == field) {
+            Some(i) => Some(i),
+            None => self.columns.iter().position(|c| c.eq_ignore_ascii_case(field)),
+        };
+        i.and_then(|i| self.row.cells.get(i).copied()).unwrap_or("")
     }
 
     fn get<T>(&mut self, field: &str, f: impl FnOnce(&str) -> Result<T, String>) -> Option<T> {

@@ -1,0 +1,310 @@
+//! `slurmplan apply` under faults, against the fake sacctmgr (`slurmplan-fake-sacctmgr`, a test
+//! tool) seeded with `examples/site-a/state`. No real Slurm needed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use slurmplan::sacctmgr::command::Command as SCommand;
+use slurmplan::sacctmgr::sim::Sim;
+use slurmplan::sacctmgr::snapshot;
+
+const FAKE: &str = env!("CARGO_BIN_EXE_slurmplan-fake-sacctmgr");
+const DESIRED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/desired.yaml");
+const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/state");
+
+struct Site {
+    dir: tempfile::TempDir,
+}
+
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Site {
+    fn new() -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("state")).unwrap();
+        std::fs::create_dir(dir.path().join("locks")).unwrap();
+        for e in std::fs::read_dir(SEED).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dir.path().join("state").join(e.file_name())).unwrap();
+        }
+        Site { dir }
+    }
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+    fn locks(&self) -> PathBuf {
+        self.dir.path().join("locks")
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn slurmplan(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_slurmplan"));
+        c.args(args)
+            .args(["--color", "never"])
+            .env("SLURMPLAN_SACCTMGR", FAKE)
+            .env("SLURMPLAN_LOCK_DIR", self.locks())
+            .env("FAKE_SACCTMGR_DIR", self.state())
+            .stdin(Stdio::null());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+    /// Write calls the fake received.
+    fn calls(&self) -> u64 {
+        std::fs::read_to_string(self.state().join("calls")).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+    }
+    /// Save a plan file; returns its path and its steps' argv.
+    fn plan_file(&self) -> (PathBuf, Vec<Vec<String>>) {
+        let p = self.path("plan.json");
+        let r = self.slurmplan(&["plan", "-d", DESIRED, "-o", p.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 0, "{r:?}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let steps = v["plan"]["steps"].as_array().or_else(|| v["steps"].as_array()).expect("steps").clone();
+        let argv = steps
+            .iter()
+            .map(|s| s["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect())
+            .collect();
+        (p, argv)
+    }
+    fn apply_with(&self, env: &[(&str, &str)], extra: &[&str]) -> Run {
+        let j = self.path("journal.jsonl");
+        let mut args = vec!["apply", "-d", DESIRED, "--auto-approve", "--journal", j.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        self.slurmplan(&args, env)
+    }
+    fn journal(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.path("journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+    /// apply again (no faults) converges and a fresh plan is empty.
+    fn converges(&self) {
+        let r = self.apply_with(&[], &[]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert!(r.stderr.contains("Verified"), "{r:?}");
+        let p = self.slurmplan(&["plan", "-d", DESIRED, "--detailed-exitcode"], &[]);
+        assert_eq!(p.code, 0, "{p:?}");
+    }
+}
+
+fn step_count(site: &Site) -> usize {
+    site.plan_file().1.len()
+}
+
+#[test]
+fn stale_plan_is_refused_and_nothing_runs() {
+    let site = Site::new();
+    let (p, _) = site.plan_file();
+    let o = Command::new(FAKE)
+        .args(["-i", "add", "user", "zed", "account=hpc_a_robo", "cluster=rocket"])
+        .env("FAKE_SACCTMGR_DIR", site.state())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("stale"), "{}", r.stderr);
+    assert_eq!(site.calls(), 1, "apply ran a step of a stale plan");
+}
+
+#[test]
+fn edited_plan_is_refused() {
+    let site = Site::new();
+    let (p, argv) = site.plan_file();
+    let text = std::fs::read_to_string(&p).unwrap();
+    let target = argv.iter().flatten().find(|w| w.starts_with("GrpSubmitJobs=")).expect("a GrpSubmitJobs step");
+    let edited = text.replace(&format!("\"{target}\""), "\"GrpSubmitJobs=99\"");
+    assert_ne!(edited, text);
+    std::fs::write(&p, edited).unwrap();
+    let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("checksum"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+}
+
+#[test]
+fn unknown_format_version_is_refused() {
+    let site = Site::new();
+    let (p, _) = site.plan_file();
+    let text = std::fs::read_to_string(&p).unwrap();
+    let edited = text.replacen("\"format_version\": 1", "\"format_version\": 99", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&p, edited).unwrap();
+    let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("format_version 99"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+}
+
+#[test]
+fn lock_contention_names_the_holder() {
+    let site = Site::new();
+    let _held =
+        slurmplan::apply::lock::acquire(&site.locks(), &["rocket".to_string()], std::time::Duration::from_secs(1))
+            .unwrap();
+    let r = site.apply_with(&[], &["--lock-timeout", "1"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains(&format!("PID {}", std::process::id())), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+}
+
+#[test]
+fn failure_at_step_k_of_m_then_resume() {
+    let site = Site::new();
+    let (_, argv) = site.plan_file();
+    let m = argv.len();
+    assert!(m >= 4, "{m}");
+    let k = 3;
+    let r = site.apply_with(&[("FAKE_SACCTMGR_FAIL_AT", "3")], &[]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains(&format!("applied {} of {m}; failed at step {k}", k - 1)), "{}", r.stderr);
+    let j = site.journal();
+    assert_eq!(j.len(), k, "{j:#?}");
+    assert!(j[..k - 1].iter().all(|e| e["result"] == "ok"), "{j:#?}");
+    assert_eq!(j[k - 1]["result"], "failed");
+    // the fake holds exactly the first K-1 steps
+    let mut sim = Sim::new(snapshot::load(Path::new(SEED)).unwrap());
+    for a in &argv[..k - 1] {
+        sim.apply(&SCommand::from_argv(a).unwrap()).unwrap();
+    }
+    assert_eq!(snapshot::load(&site.state()).unwrap(), sim.state);
+    site.converges();
+}
+
+#[test]
+fn defaultqos_rejection_with_exit_0_is_caught() {
+    let site = Site::new();
+    let (_, argv) = site.plan_file();
+    let k = argv.iter().position(|a| a.iter().any(|w| w.starts_with("defaultqos="))).expect("a DefaultQOS step") + 1;
+    let r = site.apply_with(&[("FAKE_SACCTMGR_FAIL_AT", &k.to_string())], &[]);
+    assert_eq!(r.code, if k == 1 { 1 } else { 3 }, "{r:?}");
+    assert!(r.stderr.contains(&format!("failed at step {k}")), "{}", r.stderr);
+    assert!(r.stderr.contains("DefaultQOS"), "{}", r.stderr);
+    site.converges();
+}
+
+#[test]
+fn a_noop_step_is_a_failure() {
+    let site = Site::new();
+    let r = site.apply_with(&[("FAKE_SACCTMGR_NOOP_AT", "2")], &[]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("failed at step 2"), "{}", r.stderr);
+    assert!(r.stderr.contains("changed nothing"), "{}", r.stderr);
+}
+
+#[test]
+fn a_lying_step_is_caught_by_verification() {
+    let site = Site::new();
+    let r = site.apply_with(&[("FAKE_SACCTMGR_LIE_AT", "2")], &[]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("did not converge"), "{}", r.stderr);
+    site.converges();
+}
+
+#[test]
+fn a_hanging_step_times_out() {
+    let site = Site::new();
+    let r = site.apply_with(&[("FAKE_SACCTMGR_HANG_AT", "2")], &["--timeout", "1"]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("failed at step 2"), "{}", r.stderr);
+    assert!(r.stderr.contains("did not finish before the timeout"), "{}", r.stderr);
+    let site = Site::new();
+    let r = site.apply_with(&[("FAKE_SACCTMGR_HANG_AT", "1")], &["--timeout", "1"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("did not finish before the timeout"), "{}", r.stderr);
+}
+
+#[test]
+fn a_killed_sacctmgr_is_reported() {
+    let site = Site::new();
+    let r = site.apply_with(&[("FAKE_SACCTMGR_KILL_AT", "2")], &[]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("killed by a signal"), "{}", r.stderr);
+}
+
+#[test]
+fn missing_sacctmgr_is_a_clear_error() {
+    let site = Site::new();
+    let r = site.apply_with(&[], &["--sacctmgr", "/nonexistent"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("/nonexistent") && r.stderr.contains("not found"), "{}", r.stderr);
+}
+
+#[test]
+fn slurmdbd_down_is_an_error() {
+    let site = Site::new();
+    let r = site.apply_with(&[("FAKE_SACCTMGR_DOWN", "1")], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("cannot read the current state"), "{}", r.stderr);
+    assert!(r.stderr.contains("Connection refused"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+}
+
+/// Split one shell line into words with `sh` itself.
+fn sh_words(line: &str) -> Vec<String> {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!("SACCTMGR=sacctmgr; set -- {line}; for w in \"$@\"; do printf '%s\\0' \"$w\"; done"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    String::from_utf8(o.stdout).unwrap().split('\0').filter(|w| !w.is_empty()).map(str::to_string).collect()
+}
+
+#[test]
+fn script_format_equals_what_apply_runs() {
+    let site = Site::new();
+    let s = site.slurmplan(&["plan", "-d", DESIRED, "--format", "script"], &[]);
+    assert_eq!(s.code, 0, "{s:?}");
+    let script: Vec<Vec<String>> =
+        s.stdout.lines().filter(|l| l.starts_with("\"${SACCTMGR")).map(|l| sh_words(l.trim())).collect();
+    assert!(!script.is_empty());
+    let r = site.apply_with(&[], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let ran: Vec<Vec<String>> = std::fs::read_to_string(site.state().join("argv.log"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Vec<String>>(l).unwrap())
+        .filter(|a| a.get(1).map(String::as_str) == Some("-i"))
+        .map(|mut a| {
+            a[0] = "sacctmgr".into();
+            a
+        })
+        .collect();
+    assert_eq!(script, ran);
+}
+
+#[test]
+fn apply_d_without_a_tty_needs_auto_approve() {
+    let site = Site::new();
+    let r = site.slurmplan(&["apply", "-d", DESIRED], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("not a terminal"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+}
+
+#[test]
+fn nothing_to_do_exits_0() {
+    let site = Site::new();
+    assert!(step_count(&site) > 0);
+    site.converges();
+    let before = site.calls();
+    let r = site.apply_with(&[], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("No changes"), "{}", r.stderr);
+    assert_eq!(site.calls(), before);
+}

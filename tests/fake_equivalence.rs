@@ -1,0 +1,133 @@
+//! The fake sacctmgr (`slurmplan-fake-sacctmgr`) against a REAL 22.05 slurmdbd: the same
+//! commands, on the same names, must give byte-identical stdout, stderr and exit codes.
+//! Gated by `SLURMPLAN_TESTBED` like `e2e_real.rs` (unset -> skipped; set -> the test bed must
+//! answer). The real sacctmgr is `SLURMPLAN_SACCTMGR`. The test uses its own cluster, QoS and
+//! user names, so it does not disturb other tests.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn testbed() -> bool {
+    match std::env::var("SLURMPLAN_TESTBED") {
+        Ok(v) if !v.is_empty() => true,
+        _ => {
+            eprintln!("skipped: SLURMPLAN_TESTBED is not set");
+            false
+        }
+    }
+}
+
+fn real_sacctmgr() -> String {
+    std::env::var("SLURMPLAN_SACCTMGR").unwrap_or_else(|_| "sacctmgr".into())
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(program: &str, args: &[String], fake_dir: Option<&Path>) -> Run {
+    let mut c = Command::new("timeout");
+    c.arg("60").arg(program).args(args).stdin(Stdio::null());
+    if let Some(d) = fake_dir {
+        c.env("FAKE_SACCTMGR_DIR", d);
+    }
+    let o = c.output().expect("run sacctmgr");
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split(' ').map(str::to_string).collect()
+}
+
+#[test]
+fn fake_answers_like_real_22_05() {
+    if std::env::var("SLURMPLAN_TESTBED_VERSION").is_ok_and(|v| v != "22.05") {
+        eprintln!("skipped: the fake reproduces Slurm 22.05 output; this test bed runs another version");
+        return;
+    }
+    if !testbed() {
+        return;
+    }
+    let real = real_sacctmgr();
+    let fake = env!("CARGO_BIN_EXE_slurmplan-fake-sacctmgr");
+    let id = std::process::id() % 100000;
+    let c = format!("fakeeq{id}");
+    let (qa, qb) = (format!("feqa{id}"), format!("feqb{id}"));
+    let (ua, ub) = (format!("feua{id}"), format!("feub{id}"));
+
+    let v = run(&real, &words("-V"), None);
+    assert_eq!(v.code, 0, "SLURMPLAN_TESTBED is set but sacctmgr does not answer: {}", v.stderr);
+    assert_eq!(run(fake, &words("-V"), Some(Path::new("/nonexistent"))).stdout, v.stdout);
+    let setup = run(&real, &words(&format!("-i add cluster {c}")), None);
+    assert_eq!(setup.code, 0, "{setup:?}");
+
+    // seed the fake from a dump of the real one
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("state");
+    let d = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
+        .args(["dump", "-o", snap.to_str().unwrap()])
+        .env("SLURMPLAN_SACCTMGR", &real)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+
+    let scenario = [
+        format!("-i add qos {qa},{qb}"),
+        format!("-i add account fe_top cluster={c} parent=root description=Top organization=Org"),
+        format!("-i add account fe_pa,fe_pb,fe_pc cluster={c} parent=fe_top qos=normal,{qa} defaultqos=normal"),
+        format!("-i add user {ua},{ub} account=fe_pa cluster={c}"),
+        format!("-i add user {ua} account=fe_pb cluster={c} GrpSubmitJobs=2"),
+        // QoS/DefaultQOS swap in one command: lists the users that inherit it
+        format!("-i modify account where name=fe_pa cluster={c} set qos={qa} defaultqos={qa}"),
+        format!("-i modify account where name=fe_pa cluster={c} set GrpSubmitJobs=0"),
+        format!("-i modify qos where name={qb} set GrpSubmitJobs=4"),
+        format!("-i modify user where name={ua} account=fe_pb cluster={c} partition= set defaultqos={qa}"),
+        format!("-i modify user where name={ua} cluster={c} set defaultaccount=fe_pb"),
+        // not associated with the new default account: exit 1
+        format!("-i modify user where name={ub} cluster={c} set defaultaccount=fe_pb"),
+        format!("-i delete user where name={ua} account=fe_pa cluster={c} partition="),
+        format!("-i delete account where name=fe_pc cluster={c}"),
+        // the 22.05 DefaultQOS rejection: stderr, exit 0, nothing changed
+        format!("-i modify account where name=fe_pb cluster={c} set qos={qb}"),
+        format!("-i modify account where name=fe_pb cluster={c} set description=Renamed"),
+        format!("-i modify account where name=fe_pb cluster={c} set parent=root"),
+        // no-ops and missing objects
+        format!("-i add account fe_pa cluster={c} parent=fe_top"),
+        format!("-i modify account where name=fe_nosuch cluster={c} set GrpJobs=3"),
+        format!("-i delete account where name=fe_nosuch cluster={c}"),
+        format!("-i add account fe_x cluster={c} parent=fe_nosuch"),
+    ];
+    let mut mismatches = Vec::new();
+    for cmd in &scenario {
+        let args = words(cmd);
+        let r = run(&real, &args, None);
+        let f = run(fake, &args, Some(&snap));
+        if r != f {
+            mismatches.push(format!("`sacctmgr {cmd}`\n  real: {r:?}\n  fake: {f:?}"));
+        }
+    }
+    // the states agree afterwards too
+    let snap2 = dir.path().join("after");
+    let d = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
+        .args(["dump", "-o", snap2.to_str().unwrap()])
+        .env("SLURMPLAN_SACCTMGR", &real)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    let real_state = slurmplan::sacctmgr::snapshot::load(&snap2).unwrap();
+    let fake_state = slurmplan::sacctmgr::snapshot::load(&snap).unwrap();
+    let cl = |s: &slurmplan::model::State| s.clusters.iter().find(|(k, _)| k.as_str() == c).map(|(_, v)| v.clone());
+    if cl(&real_state) != cl(&fake_state) {
+        mismatches.push(format!("cluster {c} differs:\n  real: {:?}\n  fake: {:?}", cl(&real_state), cl(&fake_state)));
+    }
+    assert!(mismatches.is_empty(), "{} mismatch(es):\n{}", mismatches.len(), mismatches.join("\n"));
+}
