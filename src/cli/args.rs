@@ -50,6 +50,12 @@ pub enum Cmd {
     Show(ShowArgs),
     /// Check a desired-state file (and, with --state, resolve it against a snapshot)
     Validate(ValidateArgs),
+    /// Report drift from a desired file (exit 0 in sync, 2 drifted, 1 error); for cron
+    Drift(super::drift::DriftArgs),
+    /// Find broken accounting (dangling DefaultAccounts, DefaultQOS outside QoS, ...) and repair it
+    Doctor(super::doctor::DoctorArgs),
+    /// Write a desired YAML that reproduces the current state (adopt an existing cluster)
+    Export(super::export::ExportArgs),
     /// Waldur integration: build a desired state from Waldur exports and the site agent's config
     #[command(subcommand)]
     Waldur(super::waldur::WaldurCmd),

@@ -23,6 +23,9 @@ pub fn run(cli: Cli) -> Outcome {
         Cmd::Apply(a) => apply(&g, a),
         Cmd::Show(a) => show(&g, a),
         Cmd::Validate(a) => validate(a),
+        Cmd::Drift(a) => super::drift::run(&g, a),
+        Cmd::Doctor(a) => super::doctor::run(&g, a),
+        Cmd::Export(a) => super::export::run(&g, a),
         Cmd::Waldur(c) => super::waldur::run(c),
     }
 }

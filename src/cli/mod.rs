@@ -8,6 +8,9 @@
 mod apply;
 mod args;
 mod commands;
+mod doctor;
+mod drift;
+mod export;
 mod waldur;
 
 use std::io::IsTerminal;

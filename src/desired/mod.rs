@@ -11,6 +11,7 @@
 //! undeclared parent exist? is a QoS defined in slurmdbd?) are warnings here and happen at plan
 //! time.
 
+pub mod export;
 mod load;
 pub mod resolve;
 mod tree;

@@ -10,6 +10,7 @@
 //! std::io::Write` it is given, and colour is decided by the caller through [`Options`].
 
 mod diff;
+pub mod drift;
 mod fields;
 mod quote;
 mod script;

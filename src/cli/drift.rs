@@ -1,0 +1,137 @@
+//! `slurmplan drift`: compare the current state with the desired file, for cron and monitoring.
+//!
+//! Silent and exit 0 when in sync; a report and exit 2 when not; exit 1 on error. Warnings of
+//! the desired file are not printed (they are `plan`'s business): cron mails only on drift or
+//! error. With `--format prometheus --output FILE` an error still writes the file, with
+//! `slurmplan_drift_last_run_success 0`, so a dashboard sees the failure.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::{Args, ValueEnum};
+use slurmplan::diff;
+use slurmplan::model::State;
+use slurmplan::render::drift::{self, DriftReport};
+use slurmplan::sacctmgr::{live, parse, snapshot};
+
+use super::args::{Global, StateArgs};
+use super::commands::{print_diags, runner, write_atomic};
+use super::{EXIT_CHANGES, EXIT_OK, Failure, Outcome};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DriftFormat {
+    Text,
+    Json,
+    Csv,
+    Prometheus,
+}
+
+#[derive(Args, Debug)]
+pub struct DriftArgs {
+    /// Desired-state YAML file
+    #[arg(short, long, value_name = "FILE")]
+    pub desired: PathBuf,
+    #[command(flatten)]
+    pub state: StateArgs,
+    /// Report format
+    #[arg(long, value_enum, default_value_t = DriftFormat::Text)]
+    pub format: DriftFormat,
+    /// Write the report to FILE atomically (temp file + rename) instead of stdout
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Current state without progress chatter (cron mails anything on stderr).
+fn quiet_state(g: &Global, dir: Option<&Path>) -> Result<State, Failure> {
+    match dir {
+        Some(dir) => snapshot::load(dir).map_err(|mut d| {
+            print_diags(&mut d);
+            Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
+        }),
+        None => {
+            let r = runner(g)?;
+            let raw = live::read_all(&r).map_err(|e| {
+                Failure::new("cannot read the current state from sacctmgr")
+                    .cause(e.to_string())
+                    .hint("check that slurmdbd is up and sacctmgr works, or pass --state DIR")
+            })?;
+            parse::parse_state(&raw).map_err(|mut d| {
+                print_diags(&mut d);
+                Failure::new("sacctmgr printed output slurmplan cannot parse")
+                    .hint("run `slurmplan dump -o DIR` and attach DIR to a bug report")
+            })
+        }
+    }
+}
+
+fn errors_only(diags: Vec<slurmplan::diag::Diagnostic>) -> Vec<slurmplan::diag::Diagnostic> {
+    diags.into_iter().filter(|d| d.is_error()).collect()
+}
+
+/// Load, read, resolve, diff: the same pipeline as `plan`, without ordering.
+fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
+    let d = slurmplan::desired::load_file(&a.desired).map_err(|diags| {
+        let mut e = errors_only(diags);
+        print_diags(&mut e);
+        Failure::new(format!("`{}` has {} error(s); drift was not computed", a.desired.display(), e.len()))
+    })?;
+    let current = quiet_state(g, a.state.state.as_deref())?;
+    let resolved = slurmplan::desired::resolve::resolve(&d, &current).map_err(|diags| {
+        let mut e = errors_only(diags);
+        print_diags(&mut e);
+        Failure::new(format!(
+            "`{}` does not fit the current state ({} error(s)); drift was not computed",
+            a.desired.display(),
+            e.len()
+        ))
+    })?;
+    let changes = diff::diff(&current, &resolved.state);
+    Ok(DriftReport::new(a.desired.display().to_string(), d.clusters.keys().cloned(), &changes))
+}
+
+fn render(r: &DriftReport, format: DriftFormat, now: u64) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let res = match format {
+        DriftFormat::Text => drift::text(r, &mut buf),
+        DriftFormat::Json => drift::json(r, &mut buf),
+        DriftFormat::Csv => drift::csv(r, &mut buf),
+        DriftFormat::Prometheus => drift::prometheus(r, now, &mut buf),
+    };
+    res.expect("writing to a Vec cannot fail");
+    buf
+}
+
+pub fn run(g: &Global, a: DriftArgs) -> Outcome {
+    let now = now_secs();
+    let report = match compute(g, &a) {
+        Ok(r) => r,
+        Err(f) => {
+            if let (DriftFormat::Prometheus, Some(out)) = (a.format, &a.output) {
+                let mut buf = Vec::new();
+                drift::prometheus_failure(now, &mut buf).expect("writing to a Vec cannot fail");
+                write_atomic(out, &String::from_utf8_lossy(&buf))?;
+            }
+            return Err(f);
+        }
+    };
+    // In sync: nothing on stdout (except metrics); a file given with --output is always
+    // rewritten, so it never shows stale drift.
+    if !report.in_sync || a.format == DriftFormat::Prometheus || a.output.is_some() {
+        let bytes = render(&report, a.format, now);
+        match &a.output {
+            Some(out) => write_atomic(out, &String::from_utf8_lossy(&bytes))?,
+            None => {
+                let mut o = std::io::stdout().lock();
+                o.write_all(&bytes)
+                    .and_then(|_| o.flush())
+                    .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))?;
+            }
+        }
+    }
+    Ok(if report.in_sync { EXIT_OK } else { EXIT_CHANGES })
+}

@@ -1,0 +1,64 @@
+//! `slurmplan export`: print a desired YAML that reproduces the current state for a managed
+//! scope (default: everything under `root` on every cluster), so a site can adopt what it has.
+//! The YAML goes to stdout; what could not be reproduced exactly is a warning on stderr.
+
+use std::io::Write;
+
+use clap::Args;
+use slurmplan::desired::export::{self, ExportOptions};
+use slurmplan::model::{Name, NameKind};
+
+use super::args::{Global, StateArgs};
+use super::commands::{current_state, print_diags};
+use super::{EXIT_OK, EXIT_USAGE, Failure, Outcome};
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub state: StateArgs,
+    /// Manage accounts whose name starts with P (repeatable)
+    #[arg(long = "managed-prefix", value_name = "P")]
+    pub prefixes: Vec<String>,
+    /// Manage the subtree under account R, R included (repeatable; default: root)
+    #[arg(long = "managed-root", value_name = "R")]
+    pub roots: Vec<String>,
+    /// Export only cluster C (repeatable; default: every cluster)
+    #[arg(long = "cluster", value_name = "C")]
+    pub clusters: Vec<String>,
+}
+
+fn names(items: &[String], kind: NameKind, flag: &str) -> Result<Vec<Name>, Failure> {
+    items
+        .iter()
+        .map(|s| {
+            Name::parse(s, kind, false)
+                .map(|p| p.name)
+                .map_err(|e| Failure::new(format!("`{flag}`: {e}")).hint(e.hint.clone()).code(EXIT_USAGE))
+        })
+        .collect()
+}
+
+pub fn run(g: &Global, a: ExportArgs) -> Outcome {
+    let opts = ExportOptions {
+        roots: names(&a.roots, NameKind::Account, "--managed-root")?,
+        prefixes: names(&a.prefixes, NameKind::Account, "--managed-prefix")?
+            .into_iter()
+            .map(|n| n.as_str().to_string())
+            .collect(),
+        clusters: names(&a.clusters, NameKind::Cluster, "--cluster")?,
+    };
+    let current = current_state(g, a.state.state.as_deref())?;
+    let exported = export::export(&current, &opts).map_err(|mut d| {
+        print_diags(&mut d);
+        Failure::new("nothing was exported")
+    })?;
+    let mut w = exported.warnings.clone();
+    print_diags(&mut w);
+    let mut o = std::io::stdout().lock();
+    o.write_all(exported.yaml.as_bytes())
+        .and_then(|_| o.flush())
+        .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))?;
+    let (c, ac, u, q) = exported.counts;
+    eprintln!("exported {c} cluster(s), {ac} account(s), {u} user association(s), {q} QoS");
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,431 @@
+//! `export`: write a desired-state YAML (format version 1) that reproduces a [`State`] exactly
+//! for a managed scope, so a site can adopt what it has: `plan` against the result is empty.
+//!
+//! What cannot be written in the desired format is reported as a warning, never silently
+//! changed in a way the user does not see:
+//! - a QoS list stored as deltas (`+hi,-normal`) is written as the explicit effective list
+//!   (`qos-delta-flattened`: the first apply stores the same effective list explicitly);
+//! - free text (Description, Organization, QoS description) that would not load back unchanged
+//!   (upper case, quotes, empty) is left out, which means "not managed": it stays as it is;
+//! - a DefaultAccount that is missing or not one of the user's associations
+//!   (`dangling-default`: run `slurmplan doctor`);
+//! - associations that name QoS that do not exist (`missing-qos`).
+//!
+//! Pure: returns text and diagnostics; no I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use super::Scope;
+use crate::diag::Diagnostic;
+use crate::model::names::{free_text, root};
+use crate::model::{Assoc, ClusterState, Fairshare, Name, QosList, State, Tres};
+
+/// What to export. With no roots and no prefixes, everything under `root` is managed.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    pub roots: Vec<Name>,
+    pub prefixes: Vec<String>,
+    /// Clusters to export; empty = all.
+    pub clusters: Vec<Name>,
+}
+
+/// The YAML text and what could not be reproduced exactly.
+#[derive(Debug, Clone)]
+pub struct Exported {
+    pub yaml: String,
+    pub warnings: Vec<Diagnostic>,
+    /// Numbers for a summary line: clusters, accounts, user associations, QoS.
+    pub counts: (usize, usize, usize, usize),
+}
+
+const RESERVED: [&str; 10] = ["true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"];
+
+/// A YAML scalar for a name or key: plain when it cannot be misread, else double-quoted.
+fn scalar(s: &str) -> String {
+    let plain = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))
+        && !RESERVED.contains(&s.to_ascii_lowercase().as_str());
+    if plain { s.to_string() } else { quoted(s) }
+}
+
+/// A double-quoted YAML scalar (JSON string escapes are valid YAML).
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serialises")
+}
+
+fn flow_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let v: Vec<String> = items.into_iter().map(scalar).collect();
+    format!("[{}]", v.join(", "))
+}
+
+fn tres(t: &Tres) -> String {
+    let v: Vec<String> = t.iter().map(|(k, n)| format!("{}: {n}", scalar(k))).collect();
+    format!("{{{}}}", v.join(", "))
+}
+
+/// Free text that loads back as exactly `s`, if any.
+fn text_ok(s: Option<&String>) -> Option<&String> {
+    s.filter(|s| free_text(s).as_deref() == Ok(s.as_str()))
+}
+
+/// The association keys of `a`, as `key: value` lines (without indentation). `effective_parent`
+/// is the parent's effective QoS list (to flatten deltas).
+fn assoc_lines(a: &Assoc, parent_eff: &BTreeSet<Name>, what: &str, warnings: &mut Vec<Diagnostic>) -> Vec<String> {
+    let mut v = Vec::new();
+    let l = &a.limits;
+    match l.fairshare {
+        Some(Fairshare::Shares(n)) => v.push(format!("fairshare: {n}")),
+        Some(Fairshare::Parent) => v.push("fairshare: parent".into()),
+        None => {}
+    }
+    match &a.qos {
+        QosList::Inherit => {}
+        QosList::Set(s) if s.is_empty() => {}
+        QosList::Set(s) => v.push(format!("qos: {}", flow_list(s.iter().map(Name::as_str)))),
+        q @ QosList::Delta { .. } => {
+            let eff = q.effective(parent_eff);
+            if eff.is_empty() {
+                warnings.push(
+                    Diagnostic::warning(
+                        "qos-delta-flattened",
+                        format!(
+                            "{what} stores its QoS as deltas (`{}`) that leave an empty list; exported as inherit",
+                            q.display()
+                        ),
+                    )
+                    .hint("give it an explicit QoS list in the exported file"),
+                );
+            } else {
+                warnings.push(
+                    Diagnostic::warning(
+                        "qos-delta-flattened",
+                        format!(
+                            "{what} stores its QoS as deltas (`{}`); exported as the explicit effective list [{}]",
+                            q.display(),
+                            crate::model::values::join(&eff)
+                        ),
+                    )
+                    .hint(
+                        "the desired format has no deltas: the first apply stores the same effective list explicitly",
+                    ),
+                );
+                v.push(format!("qos: {}", flow_list(eff.iter().map(Name::as_str))));
+            }
+        }
+    }
+    if let Some(d) = &a.default_qos {
+        if let QosList::Set(s) = &a.qos
+            && !s.contains(d)
+        {
+            warnings.push(
+                Diagnostic::warning(
+                    "default-qos-outside",
+                    format!("{what} has DefaultQOS `{d}` outside its own QoS list; the desired file refuses that"),
+                )
+                .hint("run `slurmplan doctor` and fix the association, then export again"),
+            );
+        }
+        v.push(format!("default_qos: {}", scalar(d.as_str())));
+    }
+    let scalars = [
+        ("grp_jobs", l.grp_jobs),
+        ("grp_submit_jobs", l.grp_submit_jobs),
+        ("grp_wall", l.grp_wall),
+        ("max_jobs", l.max_jobs),
+        ("max_submit_jobs", l.max_submit_jobs),
+        ("max_wall", l.max_wall),
+    ];
+    for (k, n) in scalars {
+        if let Some(n) = n {
+            v.push(format!("{k}: {n}"));
+        }
+    }
+    for (k, t) in [
+        ("grp_tres", &l.grp_tres),
+        ("grp_tres_mins", &l.grp_tres_mins),
+        ("max_tres", &l.max_tres),
+        ("max_tres_mins", &l.max_tres_mins),
+    ] {
+        if !t.is_empty() {
+            v.push(format!("{k}: {}", tres(t)));
+        }
+    }
+    v
+}
+
+/// Accounts of a cluster in tree order (parents first, siblings by name).
+fn tree_order(c: &ClusterState) -> Vec<Name> {
+    let mut out = Vec::new();
+    let mut stack: Vec<Name> = vec![root()];
+    if !c.accounts.contains("root") {
+        return c.accounts.names().into_iter().cloned().collect();
+    }
+    while let Some(n) = stack.pop() {
+        let mut kids: Vec<Name> = c.accounts.children(n.as_str()).into_iter().cloned().collect();
+        kids.reverse();
+        out.push(n);
+        stack.extend(kids);
+    }
+    out
+}
+
+fn references_missing(a: &Assoc, state: &State) -> Vec<Name> {
+    let mut names: Vec<&Name> = a.default_qos.iter().collect();
+    match &a.qos {
+        QosList::Inherit => {}
+        QosList::Set(s) => names.extend(s),
+        QosList::Delta { add, remove } => {
+            names.extend(add);
+            names.extend(remove);
+        }
+    }
+    names.into_iter().filter(|q| !state.qos.contains_key(*q)).cloned().collect()
+}
+
+/// Export `state` for the scope in `opts`. Unknown clusters in `opts.clusters` are errors.
+pub fn export(state: &State, opts: &ExportOptions) -> Result<Exported, Vec<Diagnostic>> {
+    let unknown: Vec<Diagnostic> = opts
+        .clusters
+        .iter()
+        .filter(|c| !state.clusters.contains_key(*c))
+        .map(|c| {
+            Diagnostic::error("unknown-cluster", format!("cluster `{c}` is not in the current state")).hint(format!(
+                "known clusters: {}",
+                state.clusters.keys().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            ))
+        })
+        .collect();
+    if !unknown.is_empty() {
+        return Err(unknown);
+    }
+    let mut scope =
+        Scope { roots: opts.roots.iter().cloned().collect(), prefixes: opts.prefixes.clone(), qos_prefixes: vec![] };
+    if scope.roots.is_empty() && scope.prefixes.is_empty() {
+        scope.roots.insert(root());
+    }
+    let mut warnings = Vec::new();
+    let mut body = String::new();
+    let mut records_written: BTreeSet<Name> = BTreeSet::new();
+    let mut preserve_case = false;
+    let (mut n_clusters, mut n_accounts, mut n_users) = (0, 0, 0);
+    for (cname, c) in &state.clusters {
+        if !opts.clusters.is_empty() && !opts.clusters.contains(cname) {
+            continue;
+        }
+        let managed: Vec<Name> =
+            tree_order(c).into_iter().filter(|n| scope.manages_account(n, c.accounts.ancestors(n.as_str()))).collect();
+        if managed.is_empty() {
+            continue;
+        }
+        n_clusters += 1;
+        let declared: BTreeSet<&Name> = managed.iter().collect();
+        let _ = writeln!(body, "  {}:", scalar(cname.as_str()));
+        let _ = writeln!(body, "    accounts:");
+        for name in &managed {
+            n_accounts += 1;
+            let node = c.accounts.get(name.as_str()).expect("name from the tree");
+            let parent = c.accounts.parent(name.as_str());
+            let parent_eff = parent.map(|p| c.accounts.effective_qos(p.as_str())).unwrap_or_default();
+            let what = format!("account `{name}` on `{cname}`");
+            let mut lines = Vec::new();
+            if let Some(p) = parent {
+                lines.push(format!("parent: {}", scalar(p.as_str())));
+            }
+            if !records_written.contains(name)
+                && let Some(rec) = state.accounts.get(name)
+            {
+                records_written.insert(name.clone());
+                if let Some(d) = text_ok(rec.description.as_ref()) {
+                    lines.push(format!("description: {}", quoted(d)));
+                }
+                if let Some(o) = text_ok(rec.organization.as_ref()) {
+                    lines.push(format!("organization: {}", quoted(o)));
+                }
+            }
+            lines.extend(assoc_lines(&node.assoc, &parent_eff, &what, &mut warnings));
+            let missing = references_missing(&node.assoc, state);
+            if !missing.is_empty() {
+                warnings.push(
+                    Diagnostic::warning(
+                        "missing-qos",
+                        format!(
+                            "{what} names QoS that do not exist: {}",
+                            crate::model::values::join(&missing.into_iter().collect())
+                        ),
+                    )
+                    .hint("run `slurmplan doctor`; `plan` refuses the exported file until it is fixed"),
+                );
+            }
+            let acct_eff = c.accounts.effective_qos(name.as_str());
+            let mut users = Vec::new();
+            for (k, a) in c.users_of_account(name) {
+                n_users += 1;
+                if k.user.as_str().chars().any(|ch| ch.is_ascii_uppercase()) {
+                    preserve_case = true;
+                }
+                let uwhat = format!("user association `{}` on `{cname}`", crate::diff::user_key_label(k));
+                let ulines = assoc_lines(a, &acct_eff, &uwhat, &mut warnings);
+                let missing = references_missing(a, state);
+                if !missing.is_empty() {
+                    warnings.push(
+                        Diagnostic::warning(
+                            "missing-qos",
+                            format!(
+                                "{uwhat} names QoS that do not exist: {}",
+                                crate::model::values::join(&missing.into_iter().collect())
+                            ),
+                        )
+                        .hint("run `slurmplan doctor`; `plan` refuses the exported file until it is fixed"),
+                    );
+                }
+                if ulines.is_empty() && k.partition.is_none() {
+                    users.push(format!("- {}", scalar(k.user.as_str())));
+                } else {
+                    users.push(format!("- name: {}", scalar(k.user.as_str())));
+                    if let Some(p) = &k.partition {
+                        users.push(format!("  partition: {}", scalar(p.as_str())));
+                    }
+                    users.extend(ulines.into_iter().map(|l| format!("  {l}")));
+                }
+            }
+            if !users.is_empty() {
+                lines.push("users:".into());
+                lines.extend(users.into_iter().map(|l| format!("  {l}")));
+            }
+            if lines.is_empty() {
+                let _ = writeln!(body, "      {}: {{}}", scalar(name.as_str()));
+            } else {
+                let _ = writeln!(body, "      {}:", scalar(name.as_str()));
+                for l in lines {
+                    let _ = writeln!(body, "        {l}");
+                }
+            }
+        }
+        // DefaultAccounts that point at a declared account.
+        let index = c.user_index();
+        let mut defaults: BTreeMap<&Name, &Name> = BTreeMap::new();
+        for (user, accts) in &index {
+            let touches_managed = accts.iter().any(|a| declared.contains(a));
+            match c.defaults.get(*user) {
+                Some(d) if accts.contains(d) && declared.contains(d) => {
+                    defaults.insert(user, d);
+                }
+                Some(d) if accts.contains(d) => {}
+                Some(d) if touches_managed => warnings.push(
+                    Diagnostic::warning(
+                        "dangling-default",
+                        format!("user `{user}` on `{cname}` has DefaultAccount `{d}`, which is not one of its associations; not exported"),
+                    )
+                    .hint("run `slurmplan doctor` (and apply its repair plan) before exporting"),
+                ),
+                None if touches_managed => warnings.push(
+                    Diagnostic::warning("dangling-default", format!("user `{user}` on `{cname}` has no DefaultAccount; not exported"))
+                        .hint("run `slurmplan doctor` (and apply its repair plan) before exporting"),
+                ),
+                _ => {}
+            }
+        }
+        if !defaults.is_empty() {
+            let _ = writeln!(body, "    users:");
+            for (u, d) in defaults {
+                let _ = writeln!(body, "      {}:", scalar(u.as_str()));
+                let _ = writeln!(body, "        default_account: {}", scalar(d.as_str()));
+            }
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "# Desired accounting state exported by `slurmplan export` from the current state.");
+    let _ = writeln!(out, "# `slurmplan plan -d` against the same state is empty; edit from here.");
+    let _ = writeln!(out, "version: 1");
+    if preserve_case {
+        let _ = writeln!(out, "settings:\n  preserve_user_case: true");
+    }
+    let _ = writeln!(out, "managed:");
+    if !scope.roots.is_empty() {
+        let _ = writeln!(out, "  roots: {}", flow_list(scope.roots.iter().map(Name::as_str)));
+    }
+    if !scope.prefixes.is_empty() {
+        let _ = writeln!(out, "  prefixes: {}", flow_list(scope.prefixes.iter().map(String::as_str)));
+    }
+    if state.qos.is_empty() {
+        let _ = writeln!(out, "qos: {{}}");
+    } else {
+        let _ = writeln!(out, "qos:");
+    }
+    for (name, q) in &state.qos {
+        let mut lines = Vec::new();
+        if let Some(d) = text_ok(q.description.as_ref()) {
+            lines.push(format!("description: {}", quoted(d)));
+        }
+        if !q.flags.is_empty() {
+            lines.push(format!("flags: {}", flow_list(q.flags.iter().map(String::as_str))));
+        }
+        if !q.grp_tres_mins.is_empty() {
+            lines.push(format!("grp_tres_mins: {}", tres(&q.grp_tres_mins)));
+        }
+        if !q.grp_tres.is_empty() {
+            lines.push(format!("grp_tres: {}", tres(&q.grp_tres)));
+        }
+        if let Some(n) = q.grp_submit_jobs {
+            lines.push(format!("grp_submit_jobs: {n}"));
+        }
+        if let Some(n) = q.max_wall {
+            lines.push(format!("max_wall: {n}"));
+        }
+        if lines.is_empty() {
+            let _ = writeln!(out, "  {}: {{}}", scalar(name.as_str()));
+        } else {
+            let _ = writeln!(out, "  {}:", scalar(name.as_str()));
+            for l in lines {
+                let _ = writeln!(out, "    {l}");
+            }
+        }
+    }
+    if body.is_empty() {
+        let _ = writeln!(out, "clusters: {{}}");
+    } else {
+        let _ = writeln!(out, "clusters:");
+        out.push_str(&body);
+    }
+    Ok(Exported { yaml: out, warnings, counts: (n_clusters, n_accounts, n_users, state.qos.len()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_yaml_would_misread_are_quoted() {
+        for (name, want) in [
+            ("hpc_a", "hpc_a"),
+            ("gres/gpu", "gres/gpu"),
+            ("1234", "\"1234\""),
+            ("true", "\"true\""),
+            ("No", "\"No\""),
+            ("gres/gpu:a100", "\"gres/gpu:a100\""),
+            (".hidden", "\".hidden\""),
+        ] {
+            assert_eq!(scalar(name), want);
+        }
+        assert_eq!(quoted("a: b # c\\"), "\"a: b # c\\\\\"");
+    }
+
+    #[test]
+    fn free_text_that_would_change_is_left_out() {
+        assert_eq!(text_ok(Some(&"physics dept".to_string())), Some(&"physics dept".to_string()));
+        assert_eq!(text_ok(Some(&"Normal QOS default".to_string())), None);
+        assert_eq!(text_ok(Some(&String::new())), None);
+        assert_eq!(text_ok(Some(&"it`s".to_string())), None);
+    }
+
+    #[test]
+    fn a_default_qos_outside_its_own_list_is_a_warning() {
+        let n = |s: &str| Name::strict(s, crate::model::NameKind::Qos).unwrap();
+        let a = Assoc { qos: QosList::Set([n("hi")].into()), default_qos: Some(n("normal")), ..Default::default() };
+        let mut w = Vec::new();
+        let lines = assoc_lines(&a, &BTreeSet::new(), "account `x`", &mut w);
+        assert_eq!(lines, ["qos: [hi]", "default_qos: normal"]);
+        assert_eq!(w[0].code, "default-qos-outside");
+    }
+}
