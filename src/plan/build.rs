@@ -22,6 +22,40 @@ struct Builder {
     sim: Sim,
     steps: Vec<Step>,
     changed: BTreeSet<String>,
+    /// Per cluster, the objects the diff names: the only ones any phase needs to look at, so
+    /// planning costs O(changes), not O(associations).
+    touched: BTreeMap<Name, Touched>,
+}
+
+#[derive(Default, Clone)]
+struct Touched {
+    accounts: BTreeSet<Name>,
+    users: BTreeSet<UserKey>,
+    defaults: BTreeSet<Name>,
+}
+
+fn touched_by(changes: &[Change]) -> BTreeMap<Name, Touched> {
+    let mut t: BTreeMap<Name, Touched> = BTreeMap::new();
+    for c in changes {
+        match c {
+            Change::AccountCreate { cluster, name, .. }
+            | Change::AccountReparent { cluster, name, .. }
+            | Change::AccountUpdate { cluster, name, .. }
+            | Change::AccountDelete { cluster, name, .. } => {
+                t.entry(cluster.clone()).or_default().accounts.insert(name.clone());
+            }
+            Change::UserCreate { cluster, key, .. }
+            | Change::UserUpdate { cluster, key, .. }
+            | Change::UserDelete { cluster, key, .. } => {
+                t.entry(cluster.clone()).or_default().users.insert(key.clone());
+            }
+            Change::DefaultAccount { cluster, user, .. } => {
+                t.entry(cluster.clone()).or_default().defaults.insert(user.clone());
+            }
+            _ => {}
+        }
+    }
+    t
 }
 
 impl Builder {
@@ -49,6 +83,10 @@ impl Builder {
         Ok(())
     }
 
+    fn touched(&self, cluster: &Name) -> Touched {
+        self.touched.get(cluster).cloned().unwrap_or_default()
+    }
+
     fn cluster(&self, name: &Name) -> &ClusterState {
         self.sim.state.clusters.get(name).expect("cluster checked by resolve")
     }
@@ -67,6 +105,7 @@ pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Resu
         sim: Sim::new(current.clone()),
         steps: Vec::new(),
         changed: changes.iter().map(Change::address).collect(),
+        touched: touched_by(changes),
     };
     // 1. QoS creates and updates (global).
     for (name, q) in &desired.qos {
@@ -143,11 +182,11 @@ fn without_qos(a: &Assoc) -> Assoc {
 
 fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &State) -> Result<(), PlanError> {
     // parents first: by depth in the desired tree, then grouped by (parent, record, settings).
-    let mut missing: Vec<(usize, &Name)> = d
+    let touched = b.touched(cname);
+    let mut missing: Vec<(usize, &Name)> = touched
         .accounts
-        .names()
-        .into_iter()
-        .filter(|n| !b.cluster(cname).accounts.contains(n.as_str()))
+        .iter()
+        .filter(|n| d.accounts.contains(n.as_str()) && !b.cluster(cname).accounts.contains(n.as_str()))
         .map(|n| (d.accounts.depth(n.as_str()), n))
         .collect();
     missing.sort();
@@ -190,7 +229,7 @@ fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &St
 
 fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut moves: Vec<(usize, Name, Name)> = Vec::new();
-    for n in d.accounts.names() {
+    for n in &b.touched(cname).accounts {
         let (Some(want), Some(have)) = (d.accounts.parent(n.as_str()), b.cluster(cname).accounts.parent(n.as_str()))
         else {
             continue;
@@ -331,7 +370,8 @@ fn collect_widenings(c: &ClusterState, cname: &Name, top: &Name, newdef: &Name, 
 
 fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut groups: UserBatches<Assoc> = BTreeMap::new();
-    for (k, want) in &d.users {
+    for k in &b.touched(cname).users {
+        let Some(want) = d.users.get(k) else { continue };
         let c = b.cluster(cname);
         if c.users.contains_key(k) {
             continue;
@@ -375,16 +415,18 @@ enum Target {
 fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut pending: BTreeSet<Target> = BTreeSet::new();
     {
+        let touched = b.touched(cname);
         let c = b.cluster(cname);
-        for n in d.accounts.names() {
-            let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+        for n in &touched.accounts {
+            let Some(want) = d.accounts.get(n.as_str()).map(|x| &x.assoc) else { continue };
             if let Some(have) = c.accounts.get(n.as_str())
                 && qos_part(&have.assoc) != qos_part(want)
             {
                 pending.insert(Target::Account(d.accounts.depth(n.as_str()), n.clone()));
             }
         }
-        for (k, want) in &d.users {
+        for k in &touched.users {
+            let Some(want) = d.users.get(k) else { continue };
             if let Some(have) = c.users.get(k)
                 && qos_part(have) != qos_part(want)
             {
@@ -533,9 +575,10 @@ fn account_records(b: &mut Builder, desired: &State) -> Result<(), PlanError> {
 }
 
 fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let touched = b.touched(cname);
     let mut acct_groups: BTreeMap<String, (AssocSet, Vec<Name>)> = BTreeMap::new();
-    for n in d.accounts.names() {
-        let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+    for n in &touched.accounts {
+        let Some(want) = d.accounts.get(n.as_str()).map(|x| &x.assoc) else { continue };
         let Some(have) = b.cluster(cname).accounts.get(n.as_str()) else { continue };
         let set = AssocSet::limits_between(&have.assoc.limits, &want.limits);
         if set.is_empty() {
@@ -549,7 +592,8 @@ fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanErr
         b.emit(Phase::Limits, Command::ModifyAccount { cluster: cname.clone(), names, set }, objects, None)?;
     }
     let mut user_groups: UserBatches<AssocSet> = BTreeMap::new();
-    for (k, want) in &d.users {
+    for k in &touched.users {
+        let Some(want) = d.users.get(k) else { continue };
         let Some(have) = b.cluster(cname).users.get(k) else { continue };
         let set = AssocSet::limits_between(&have.limits, &want.limits);
         if set.is_empty() {
@@ -577,7 +621,8 @@ fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanErr
 
 fn default_moves(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut groups: BTreeMap<Name, Vec<Name>> = BTreeMap::new();
-    for (user, want) in &d.defaults {
+    for user in &b.touched(cname).defaults {
+        let Some(want) = d.defaults.get(user) else { continue };
         if b.cluster(cname).defaults.get(user) != Some(want) {
             groups.entry(want.clone()).or_default().push(user.clone());
         }
@@ -598,9 +643,10 @@ fn user_removals(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), 
     // A user's default association goes last, so the DefaultAccount never dangles in between.
     let mut first: BTreeMap<(Name, Option<Name>), Vec<Name>> = BTreeMap::new();
     let mut last: BTreeMap<(Name, Option<Name>), Vec<Name>> = BTreeMap::new();
+    let touched = b.touched(cname);
     let c = b.cluster(cname);
-    for k in c.users.keys() {
-        if d.users.contains_key(k) {
+    for k in &touched.users {
+        if d.users.contains_key(k) || !c.users.contains_key(k) {
             continue;
         }
         let is_default = c.defaults.get(&k.user) == Some(&k.account);
@@ -632,10 +678,11 @@ fn user_removals(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), 
 /// Delete accounts that are not desired, deepest first, batched per depth. `leaves_only`:
 /// only those whose whole subtree goes (run before re-parents); the rest after.
 fn account_deletes(b: &mut Builder, cname: &Name, d: &ClusterState, leaves_only: bool) -> Result<(), PlanError> {
+    let touched = b.touched(cname);
     let c = b.cluster(cname);
     let mut by_depth: BTreeMap<std::cmp::Reverse<usize>, Vec<Name>> = BTreeMap::new();
-    for n in c.accounts.names() {
-        if d.accounts.contains(n.as_str()) {
+    for n in &touched.accounts {
+        if d.accounts.contains(n.as_str()) || !c.accounts.contains(n.as_str()) {
             continue;
         }
         if leaves_only && c.accounts.subtree(n.as_str()).iter().any(|x| d.accounts.contains(x.as_str())) {
