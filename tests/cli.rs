@@ -199,3 +199,50 @@ fn colour_follows_the_flag_and_no_color() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&o.stdout).contains('\x1b'));
 }
+
+/// `--no-batch` splits every batch into one command per object, in order, and the benchmark
+/// generator writes a site that plans.
+#[test]
+fn no_batch_splits_batches_one_object_per_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("site");
+    let g = Command::new(env!("CARGO_BIN_EXE_slurmplan-gen"))
+        .args(["--out", s(&out), "--accounts", "60", "--users", "50", "--assocs", "400", "--drift", "0.2"])
+        .output()
+        .unwrap();
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let (state, desired) = (out.join("state"), out.join("desired.yaml"));
+    let steps = |extra: &[&str]| -> Vec<Vec<String>> {
+        let mut args = vec!["plan", "--state", s(&state), "-d", s(&desired), "--format", "json", "--allow-mass-delete"];
+        args.extend_from_slice(extra);
+        let r = slurmplan(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        v["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect())
+            .collect()
+    };
+    let batched = steps(&[]);
+    let single = steps(&["--no-batch"]);
+    assert!(single.len() > batched.len(), "the generated drift should contain batches");
+    // the same objects, one per command
+    let objects = |plan: &[Vec<String>]| -> Vec<String> {
+        let mut v = Vec::new();
+        for argv in plan {
+            let list = argv.iter().find(|w| w.starts_with("name=")).map(|w| w[5..].to_string()).unwrap_or_else(|| argv[4].clone());
+            for n in list.split(',') {
+                v.push(format!("{} {} {n}", argv[2], argv[3]));
+            }
+        }
+        v.sort();
+        v
+    };
+    assert_eq!(objects(&batched), objects(&single));
+    for argv in &single {
+        let list = argv.iter().find(|w| w.starts_with("name=")).cloned().unwrap_or_else(|| argv[4].clone());
+        assert!(!list.contains(','), "not split: {argv:?}");
+    }
+}

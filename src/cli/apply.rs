@@ -68,7 +68,10 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             return execute(g, &a, plan, current, lock_dir, _locks);
         }
         (None, Some(d)) => {
-            let (plan, current) = build_plan(g, d, None, a.allow_mass_delete)?;
+            let (mut plan, current) = build_plan(g, d, None, a.allow_mass_delete)?;
+            if a.no_batch {
+                plan::unbatch(&mut plan);
+            }
             (plan, current)
         }
         _ => return Err(Failure::new("give a plan file or -d desired.yaml").code(super::EXIT_USAGE)),

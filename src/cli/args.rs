@@ -94,6 +94,9 @@ pub struct PlanArgs {
     /// Allow a plan that deletes more than max(20, 10% of managed objects)
     #[arg(long)]
     pub allow_mass_delete: bool,
+    /// One sacctmgr command per object instead of batches (for measuring; slower)
+    #[arg(long)]
+    pub no_batch: bool,
 }
 
 #[derive(Args, Debug)]
@@ -139,4 +142,7 @@ pub struct ApplyArgs {
     /// Allow a plan that deletes more than max(20, 10% of managed objects)
     #[arg(long)]
     pub allow_mass_delete: bool,
+    /// With -d: one sacctmgr command per object instead of batches (for measuring; slower)
+    #[arg(long)]
+    pub no_batch: bool,
 }

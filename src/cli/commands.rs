@@ -200,7 +200,10 @@ pub fn build_plan(
 }
 
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
-    let (plan, current) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete)?;
+    let (mut plan, current) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete)?;
+    if a.no_batch {
+        plan::unbatch(&mut plan);
+    }
     std::mem::forget(current); // see build_plan
     let mut t = Timings::start();
     if let Some(out) = &a.output {

@@ -121,6 +121,83 @@ pub fn summarize(changes: &[PlannedChange]) -> Summary {
     s
 }
 
+/// One command per object instead of batches (`--no-batch`: for measuring what batching saves,
+/// and for sites that want one journal entry per object). Each batch is split in place, in
+/// its order, so every single command is as valid as the batch was.
+pub fn unbatch(plan: &mut Plan) {
+    use crate::sacctmgr::command::Command as C;
+    let mut out = Vec::new();
+    for step in plan.steps.drain(..) {
+        let singles: Vec<C> = match &step.command {
+            C::AddQos { names, set } if names.len() > 1 => {
+                names.iter().map(|n| C::AddQos { names: vec![n.clone()], set: set.clone() }).collect()
+            }
+            C::AddAccount { cluster, names, parent, record, set } if names.len() > 1 => names
+                .iter()
+                .map(|n| C::AddAccount {
+                    cluster: cluster.clone(),
+                    names: vec![n.clone()],
+                    parent: parent.clone(),
+                    record: record.clone(),
+                    set: set.clone(),
+                })
+                .collect(),
+            C::ModifyAccount { cluster, names, set } if names.len() > 1 => names
+                .iter()
+                .map(|n| C::ModifyAccount { cluster: cluster.clone(), names: vec![n.clone()], set: set.clone() })
+                .collect(),
+            C::ModifyAccountRecord { cluster, names, record } if names.len() > 1 => names
+                .iter()
+                .map(|n| C::ModifyAccountRecord { cluster: cluster.clone(), names: vec![n.clone()], record: record.clone() })
+                .collect(),
+            C::DeleteAccount { cluster, names } if names.len() > 1 => {
+                names.iter().map(|n| C::DeleteAccount { cluster: cluster.clone(), names: vec![n.clone()] }).collect()
+            }
+            C::AddUser { cluster, users, account, partition, set } if users.len() > 1 => users
+                .iter()
+                .map(|u| C::AddUser {
+                    cluster: cluster.clone(),
+                    users: vec![u.clone()],
+                    account: account.clone(),
+                    partition: partition.clone(),
+                    set: set.clone(),
+                })
+                .collect(),
+            C::ModifyUser { cluster, users, account, partition, set } if users.len() > 1 => users
+                .iter()
+                .map(|u| C::ModifyUser {
+                    cluster: cluster.clone(),
+                    users: vec![u.clone()],
+                    account: account.clone(),
+                    partition: partition.clone(),
+                    set: set.clone(),
+                })
+                .collect(),
+            C::SetDefaultAccount { cluster, users, account } if users.len() > 1 => users
+                .iter()
+                .map(|u| C::SetDefaultAccount { cluster: cluster.clone(), users: vec![u.clone()], account: account.clone() })
+                .collect(),
+            C::DeleteUser { cluster, users, account, partition } if users.len() > 1 => users
+                .iter()
+                .map(|u| C::DeleteUser {
+                    cluster: cluster.clone(),
+                    users: vec![u.clone()],
+                    account: account.clone(),
+                    partition: partition.clone(),
+                })
+                .collect(),
+            other => vec![other.clone()],
+        };
+        for command in singles {
+            out.push(Step { number: 0, phase: step.phase, argv: command.argv(), command, causes: step.causes.clone(), note: step.note.clone() });
+        }
+    }
+    for (i, s) in out.iter_mut().enumerate() {
+        s.number = i + 1;
+    }
+    plan.steps = out;
+}
+
 /// Diff and order: the whole planning pipeline on two complete states.
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
     let changes = diff::diff(current, desired);
