@@ -232,7 +232,11 @@ fn no_batch_splits_batches_one_object_per_command() {
     let objects = |plan: &[Vec<String>]| -> Vec<String> {
         let mut v = Vec::new();
         for argv in plan {
-            let list = argv.iter().find(|w| w.starts_with("name=")).map(|w| w[5..].to_string()).unwrap_or_else(|| argv[4].clone());
+            let list = argv
+                .iter()
+                .find(|w| w.starts_with("name="))
+                .map(|w| w[5..].to_string())
+                .unwrap_or_else(|| argv[4].clone());
             for n in list.split(',') {
                 v.push(format!("{} {} {n}", argv[2], argv[3]));
             }

@@ -176,6 +176,17 @@ fn qos_part(a: &Assoc) -> (QosList, Option<Name>) {
     (a.qos.clone(), a.default_qos.clone())
 }
 
+fn creation_limits(l: &crate::model::Limits) -> crate::model::Limits {
+    crate::model::Limits {
+        fairshare: l.fairshare,
+        grp_jobs: l.grp_jobs,
+        grp_submit_jobs: l.grp_submit_jobs,
+        max_jobs: l.max_jobs,
+        max_submit_jobs: l.max_submit_jobs,
+        ..Default::default()
+    }
+}
+
 fn without_qos(a: &Assoc) -> Assoc {
     Assoc { limits: a.limits.clone(), qos: QosList::Inherit, default_qos: None }
 }
@@ -208,7 +219,11 @@ fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &St
                 Some(q) => eff.contains(q),
                 None => true,
             };
-            let assoc = if ok { want.clone() } else { without_qos(want) };
+            let mut assoc = if ok { want.clone() } else { without_qos(want) };
+            // What gates jobs (QoS, GrpSubmitJobs, GrpJobs, Fairshare) is set at creation; TRES and
+            // wall limits, usually different per allocation, are set by the limits phase, batched
+            // by identical values, so creations batch per parent (docs/planning.md).
+            assoc.limits = creation_limits(&assoc.limits);
             let record = crate::diff::new_record(desired.accounts.get(n), b.sim.state.accounts.get(n));
             let key = (parent.clone(), serde_json::to_string(&(&record, &assoc)).unwrap_or_default());
             groups.entry(key).or_insert_with(|| (record, assoc, Vec::new())).2.push(n.clone());

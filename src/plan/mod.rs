@@ -148,7 +148,11 @@ pub fn unbatch(plan: &mut Plan) {
                 .collect(),
             C::ModifyAccountRecord { cluster, names, record } if names.len() > 1 => names
                 .iter()
-                .map(|n| C::ModifyAccountRecord { cluster: cluster.clone(), names: vec![n.clone()], record: record.clone() })
+                .map(|n| C::ModifyAccountRecord {
+                    cluster: cluster.clone(),
+                    names: vec![n.clone()],
+                    record: record.clone(),
+                })
                 .collect(),
             C::DeleteAccount { cluster, names } if names.len() > 1 => {
                 names.iter().map(|n| C::DeleteAccount { cluster: cluster.clone(), names: vec![n.clone()] }).collect()
@@ -175,7 +179,11 @@ pub fn unbatch(plan: &mut Plan) {
                 .collect(),
             C::SetDefaultAccount { cluster, users, account } if users.len() > 1 => users
                 .iter()
-                .map(|u| C::SetDefaultAccount { cluster: cluster.clone(), users: vec![u.clone()], account: account.clone() })
+                .map(|u| C::SetDefaultAccount {
+                    cluster: cluster.clone(),
+                    users: vec![u.clone()],
+                    account: account.clone(),
+                })
                 .collect(),
             C::DeleteUser { cluster, users, account, partition } if users.len() > 1 => users
                 .iter()
@@ -189,7 +197,14 @@ pub fn unbatch(plan: &mut Plan) {
             other => vec![other.clone()],
         };
         for command in singles {
-            out.push(Step { number: 0, phase: step.phase, argv: command.argv(), command, causes: step.causes.clone(), note: step.note.clone() });
+            out.push(Step {
+                number: 0,
+                phase: step.phase,
+                argv: command.argv(),
+                command,
+                causes: step.causes.clone(),
+                note: step.note.clone(),
+            });
         }
     }
     for (i, s) in out.iter_mut().enumerate() {
