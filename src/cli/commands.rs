@@ -31,10 +31,24 @@ pub fn run(cli: Cli) -> Outcome {
 }
 
 /// Print diagnostics to stderr; return whether any was an error.
+/// Errors are all printed; warnings at most 20 per code, then a count (a large site can
+/// produce thousands of identical warnings).
 pub fn print_diags(diags: &mut [Diagnostic]) -> bool {
+    const MAX_WARNINGS_PER_CODE: usize = 20;
     diag::sort(diags);
+    let mut seen: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for d in diags.iter() {
-        eprintln!("{d}");
+        let n = seen.entry(d.code).or_insert(0);
+        *n += 1;
+        if d.is_error() || *n <= MAX_WARNINGS_PER_CODE {
+            eprintln!("{d}");
+        }
+    }
+    for (code, n) in &seen {
+        let warnings = diags.iter().filter(|d| d.code == *code && !d.is_error()).count();
+        if warnings > MAX_WARNINGS_PER_CODE && *n > MAX_WARNINGS_PER_CODE {
+            eprintln!("warning[{code}]: ... and {} more like these", warnings - MAX_WARNINGS_PER_CODE);
+        }
     }
     diag::has_errors(diags)
 }
