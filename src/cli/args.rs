@@ -94,6 +94,9 @@ pub struct PlanArgs {
     /// Allow a plan that deletes more than max(20, 10% of managed objects)
     #[arg(long)]
     pub allow_mass_delete: bool,
+    /// Plan only the change at ADDR (e.g. account.CLUSTER.NAME) and what it strictly needs (repeatable)
+    #[arg(long = "target", value_name = "ADDR")]
+    pub targets: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -139,4 +142,7 @@ pub struct ApplyArgs {
     /// Allow a plan that deletes more than max(20, 10% of managed objects)
     #[arg(long)]
     pub allow_mass_delete: bool,
+    /// Plan only the change at ADDR (e.g. account.CLUSTER.NAME) and what it strictly needs (repeatable)
+    #[arg(long = "target", value_name = "ADDR")]
+    pub targets: Vec<String>,
 }
