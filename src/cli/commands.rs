@@ -26,6 +26,9 @@ pub fn run(cli: Cli) -> Outcome {
         Cmd::Drift(a) => super::drift::run(&g, a),
         Cmd::Doctor(a) => super::doctor::run(&g, a),
         Cmd::Export(a) => super::export::run(&g, a),
+        Cmd::Graph(a) => super::graph::run(&g, a),
+        Cmd::Completions(a) => super::graph::completions(a),
+        Cmd::Man(a) => super::graph::man(a),
         Cmd::Waldur(c) => super::waldur::run(c),
     }
 }
