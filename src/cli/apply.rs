@@ -48,6 +48,13 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
     let lock_dir = a.lock_dir.clone().unwrap_or_else(std::env::temp_dir);
     let (plan, current) = match (&a.plan, &a.desired) {
         (Some(path), None) => {
+            // The mass-deletion guard and --target ran when this plan was made; the checksum
+            // keeps it as reviewed.
+            if !a.targets.is_empty() {
+                return Err(Failure::new("--target applies to `plan` and `apply -d`, not to a saved plan")
+                    .hint("the saved plan already holds only what was targeted when it was made")
+                    .code(super::EXIT_USAGE));
+            }
             let plan = plan::file::read(path)
                 .map_err(|e| Failure::new(e.to_string()).hint("re-create it with `slurmplan plan -o FILE`"))?;
             if plan.is_empty() {
@@ -68,7 +75,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             return execute(g, &a, plan, current, lock_dir, _locks);
         }
         (None, Some(d)) => {
-            let (mut plan, current) = build_plan(g, d, None, a.allow_mass_delete)?;
+            let (mut plan, current) = build_plan(g, d, None, a.allow_mass_delete, &a.targets)?;
             if a.no_batch {
                 plan::unbatch(&mut plan);
             }

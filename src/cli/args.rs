@@ -56,6 +56,12 @@ pub enum Cmd {
     Doctor(super::doctor::DoctorArgs),
     /// Write a desired YAML that reproduces the current state (adopt an existing cluster)
     Export(super::export::ExportArgs),
+    /// Draw the account tree per cluster (Graphviz DOT or Mermaid), with a plan's changes coloured
+    Graph(super::graph::GraphArgs),
+    /// Print shell completions (bash, zsh, fish) generated from this command line
+    Completions(super::graph::CompletionsArgs),
+    /// Print the man page (roff) generated from this command line
+    Man(super::graph::ManArgs),
     /// Waldur integration: build a desired state from Waldur exports and the site agent's config
     #[command(subcommand)]
     Waldur(super::waldur::WaldurCmd),
@@ -97,6 +103,9 @@ pub struct PlanArgs {
     /// One sacctmgr command per object instead of batches (for measuring; slower)
     #[arg(long)]
     pub no_batch: bool,
+    /// Plan only the change at ADDR (e.g. account.CLUSTER.NAME) and what it strictly needs (repeatable)
+    #[arg(long = "target", value_name = "ADDR")]
+    pub targets: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -145,4 +154,7 @@ pub struct ApplyArgs {
     /// With -d: one sacctmgr command per object instead of batches (for measuring; slower)
     #[arg(long)]
     pub no_batch: bool,
+    /// Plan only the change at ADDR (e.g. account.CLUSTER.NAME) and what it strictly needs (repeatable)
+    #[arg(long = "target", value_name = "ADDR")]
+    pub targets: Vec<String>,
 }

@@ -26,6 +26,9 @@ pub fn run(cli: Cli) -> Outcome {
         Cmd::Drift(a) => super::drift::run(&g, a),
         Cmd::Doctor(a) => super::doctor::run(&g, a),
         Cmd::Export(a) => super::export::run(&g, a),
+        Cmd::Graph(a) => super::graph::run(&g, a),
+        Cmd::Completions(a) => super::graph::completions(a),
+        Cmd::Man(a) => super::graph::man(a),
         Cmd::Waldur(c) => super::waldur::run(c),
     }
 }
@@ -121,8 +124,8 @@ pub fn resolve(d: &desired::Desired, current: &State) -> Result<desired::resolve
     }
 }
 
-/// Refuse plans that delete too much (design.md section 5).
-pub fn mass_delete_guard(plan: &Plan, managed: usize, allow: bool) -> Result<(), Failure> {
+/// Refuse plans that delete too much (design.md section 5); when allowed, record lint SP005.
+pub fn mass_delete_guard(plan: &mut Plan, managed: usize, allow: bool) -> Result<(), Failure> {
     // An account's own associations go with it; count the account once.
     let deleted_accounts: std::collections::BTreeSet<(String, String)> = plan
         .changes
@@ -150,6 +153,9 @@ pub fn mass_delete_guard(plan: &Plan, managed: usize, allow: bool) -> Result<(),
             "the plan deletes {deletes} objects, more than the limit of {limit} (max of 20 and 10% of {managed} managed objects)"
         ))
         .hint("check the desired state (an empty or truncated export?); if the deletes are intended, re-run with --allow-mass-delete"));
+    }
+    if deletes > limit {
+        plan.lints.push(plan::lints::mass_delete_lint(deletes, limit, managed));
     }
     Ok(())
 }
@@ -180,6 +186,7 @@ pub fn build_plan(
     desired_path: &Path,
     state_dir: Option<&Path>,
     allow_mass_delete: bool,
+    targets: &[String],
 ) -> Result<(Plan, State), Failure> {
     let mut t = Timings::start();
     let d = load_desired(desired_path)?;
@@ -188,7 +195,11 @@ pub fn build_plan(
     t.mark("read current state");
     let resolved = resolve(&d, &current)?;
     t.mark("resolve");
-    let plan = plan::make_plan(&current, &resolved.state, &d.hash).map_err(|e| {
+    let partial = match targets {
+        [] => None,
+        _ => Some(targeted(&current, &resolved.state, targets)?),
+    };
+    let mut plan = plan::make_plan(&current, partial.as_ref().unwrap_or(&resolved.state), &d.hash).map_err(|e| {
         Failure::new("cannot build a safe plan")
             .cause(e.to_string())
             .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file")
@@ -209,12 +220,35 @@ pub fn build_plan(
     // A one-shot process: freeing a million associations only costs time before exit.
     std::mem::forget(resolved);
     std::mem::forget(d);
-    mass_delete_guard(&plan, managed, allow_mass_delete)?;
+    if partial.is_some() {
+        plan.warnings.push(TARGET_WARNING.into());
+    }
+    mass_delete_guard(&mut plan, managed, allow_mass_delete)?;
     Ok((plan, current))
 }
 
+const TARGET_WARNING: &str = "resource targeting is in effect; the plan may be incomplete: only the targeted objects and what they strictly need are planned. Run a plan without --target afterwards to see what else differs.";
+
+/// The partially desired state for `--target`; prints the banner.
+fn targeted(current: &State, desired: &State, targets: &[String]) -> Result<State, Failure> {
+    let t = plan::target::partial_desired(current, desired, targets).map_err(|e| {
+        let f = Failure::new(e.to_string()).code(super::EXIT_USAGE);
+        match e {
+            plan::target::TargetError::Unknown { .. } => f.hint(
+                "addresses look like account.CLUSTER.NAME, user_association.CLUSTER.USER@ACCOUNT, default_account.CLUSTER.USER, qos.NAME (see `slurmplan plan --format json`)",
+            ),
+            plan::target::TargetError::Incomplete(_) => f.code(super::EXIT_ERROR),
+        }
+    })?;
+    eprintln!("\nWarning: {TARGET_WARNING}\n");
+    for u in &t.unchanged {
+        eprintln!("note: target `{u}` has no changes");
+    }
+    Ok(t.state)
+}
+
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
-    let (mut plan, current) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete)?;
+    let (mut plan, current) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete, &a.targets)?;
     if a.no_batch {
         plan::unbatch(&mut plan);
     }

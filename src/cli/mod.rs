@@ -11,6 +11,7 @@ mod commands;
 mod doctor;
 mod drift;
 mod export;
+mod graph;
 mod waldur;
 
 use std::io::IsTerminal;

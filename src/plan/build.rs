@@ -13,6 +13,7 @@ use crate::model::{AccountRecord, Assoc, ClusterState, Name, QosList, State, Use
 use crate::sacctmgr::command::{AssocSet, Command, QosSet};
 use crate::sacctmgr::sim::{self, Sim};
 
+use super::lints::{self, Lint};
 use super::{Phase, PlanError, Step};
 
 /// Batches keyed by (account, partition, canonical settings) -> (settings, users).
@@ -25,6 +26,8 @@ struct Builder {
     /// Per cluster, the objects the diff names: the only ones any phase needs to look at, so
     /// planning costs O(changes), not O(associations).
     touched: BTreeMap<Name, Touched>,
+    /// SP004 lints found while emitting QoS-swap steps.
+    lints: Vec<Lint>,
 }
 
 #[derive(Default, Clone)]
@@ -58,6 +61,33 @@ fn touched_by(changes: &[Change]) -> BTreeMap<Name, Touched> {
     t
 }
 
+/// Effective DefaultQOS of every user association a QoS command can reach.
+type UserDefaults = Vec<(UserKey, Option<Name>)>;
+
+fn user_defaults(c: &ClusterState, command: &Command) -> UserDefaults {
+    let eff = |k: &UserKey, a: &Assoc| c.user_effective_default_qos(k, a).cloned();
+    let mut out = Vec::new();
+    match command {
+        Command::ModifyUser { users, account, partition, .. } => {
+            for u in users {
+                let k = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+                if let Some(a) = c.users.get(&k) {
+                    out.push((k.clone(), eff(&k, a)));
+                }
+            }
+        }
+        Command::ModifyAccount { names, .. } => {
+            for n in names {
+                for x in c.accounts.subtree(n.as_str()) {
+                    out.extend(c.users_of_account(x).map(|(k, a)| (k.clone(), eff(k, a))));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 impl Builder {
     fn emit(
         &mut self,
@@ -66,12 +96,31 @@ impl Builder {
         objects: Vec<String>,
         note: Option<&str>,
     ) -> Result<(), PlanError> {
+        let cluster = command.cluster().cloned();
+        let before = match (&cluster, phase) {
+            (Some(cn), Phase::QosSwap) => self.sim.state.clusters.get(cn).map(|c| user_defaults(c, &command)),
+            _ => None,
+        };
         if let Err(e) = self.sim.apply(&command) {
             return Err(PlanError::Unsafe { command: command.argv().join(" "), reason: e.0 });
         }
         let mut causes: Vec<String> = objects.into_iter().filter(|a| self.changed.contains(a)).collect();
         causes.sort();
         causes.dedup();
+        if let (Some(before), Some(cn)) = (before, &cluster) {
+            let c = self.cluster(cn);
+            let moved: Vec<(UserKey, Option<Name>, Option<Name>)> = before
+                .into_iter()
+                .filter_map(|(k, was)| {
+                    let now = c.users.get(&k).and_then(|a| c.user_effective_default_qos(&k, a).cloned());
+                    (now != was).then_some((k, was, now))
+                })
+                .collect();
+            if !moved.is_empty() {
+                let address = causes.first().cloned().unwrap_or_default();
+                self.lints.push(lints::qos_swap_lint(self.steps.len() + 1, address, cn, &moved));
+            }
+        }
         self.steps.push(Step {
             number: self.steps.len() + 1,
             phase,
@@ -101,11 +150,21 @@ fn user_addr(c: &Name, k: &UserKey) -> String {
 
 /// Build the ordered steps. `changes` are the diff of the same two states (used for causes).
 pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Result<Vec<Step>, PlanError> {
+    build_steps_and_lints(current, desired, changes).map(|(steps, _)| steps)
+}
+
+/// The ordered steps and the SP004 lints of their QoS-swap steps.
+pub fn build_steps_and_lints(
+    current: &State,
+    desired: &State,
+    changes: &[Change],
+) -> Result<(Vec<Step>, Vec<Lint>), PlanError> {
     let mut b = Builder {
         sim: Sim::new(current.clone()),
         steps: Vec::new(),
         changed: changes.iter().map(Change::address).collect(),
         touched: touched_by(changes),
+        lints: Vec::new(),
     };
     // 1. QoS creates and updates (global).
     for (name, q) in &desired.qos {
@@ -168,7 +227,7 @@ pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Resu
     for n in gone {
         b.emit(Phase::QosDelete, Command::DeleteQos { names: vec![n.clone()] }, vec![format!("qos.{n}")], None)?;
     }
-    Ok(b.steps)
+    Ok((b.steps, b.lints))
 }
 
 /// The QoS/DefaultQOS part of an association.

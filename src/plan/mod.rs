@@ -6,6 +6,8 @@
 
 pub mod build;
 pub mod file;
+pub mod lints;
+pub mod target;
 
 use serde::{Deserialize, Serialize};
 
@@ -92,6 +94,9 @@ pub struct Plan {
     pub summary: Summary,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Risky steps, with stable codes (docs/lints.md). Absent in plans from older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lints: Vec<lints::Lint>,
 }
 
 impl Plan {
@@ -216,7 +221,9 @@ pub fn unbatch(plan: &mut Plan) {
 /// Diff and order: the whole planning pipeline on two complete states.
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
     let changes = diff::diff(current, desired);
-    let steps = build::build_steps(current, desired, &changes)?;
+    let (steps, mut lints) = build::build_steps_and_lints(current, desired, &changes)?;
+    lints.extend(lints::lint(current, desired, &changes, &steps));
+    lints::sort(&mut lints);
     let changes: Vec<PlannedChange> =
         changes.into_iter().map(|c| PlannedChange { address: c.address(), action: c.action(), change: c }).collect();
     Ok(Plan {
@@ -228,5 +235,6 @@ pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result
         changes,
         steps,
         warnings: Vec::new(),
+        lints,
     })
 }

@@ -12,6 +12,7 @@
 mod diff;
 pub mod drift;
 mod fields;
+pub mod graph;
 mod quote;
 mod script;
 mod table;

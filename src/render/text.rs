@@ -87,9 +87,26 @@ pub fn render(plan: &Plan, opts: &Options, out: &mut dyn Write) -> io::Result<()
             writeln!(out, "  {:>width$}. {}{note}", s.number, sh_join(&s.argv))?;
         }
     }
+    write_lints(plan, opts, out)?;
     write_warnings(plan, out)?;
     writeln!(out)?;
     writeln!(out, "{}", summary_line(plan))
+}
+
+/// `Lints:` with one entry per lint: code, name, severity, step, address, then the message.
+fn write_lints(plan: &Plan, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    if plan.lints.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "Lints (docs/lints.md):")?;
+    for l in &plan.lints {
+        let code = if opts.color { l.code.yellow().to_string() } else { l.code.clone() };
+        let step = l.step.map(|n| format!(", step {n}")).unwrap_or_default();
+        writeln!(out, "  {code} {} ({}{step}) {}", l.name, l.severity.label(), l.address)?;
+        writeln!(out, "      {}", l.message)?;
+    }
+    Ok(())
 }
 
 fn write_warnings(plan: &Plan, out: &mut dyn Write) -> io::Result<()> {
