@@ -1,33 +1,11 @@
 //! The command-line contract, end to end through the real binary, on the shipped examples
 //! (no Slurm needed): exit codes, stdout/stderr separation, every format, every example.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn slurmplan(args: &[&str]) -> Run {
-    let o = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
-        .args(args)
-        .env_remove("SLURMPLAN_SACCTMGR")
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run slurmplan");
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::*;
 
 /// Every directory under examples/ with a `state/` and a `desired.yaml`.
 fn examples() -> Vec<PathBuf> {
@@ -38,10 +16,6 @@ fn examples() -> Vec<PathBuf> {
         .collect();
     v.sort();
     v
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 #[test]

@@ -2,31 +2,9 @@
 //! `slurmplan completions` and `slurmplan man`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn slurmplan(args: &[&str]) -> Run {
-    let o = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
-        .args(args)
-        .env_remove("SLURMPLAN_SACCTMGR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run slurmplan");
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod common;
+use common::*;
 
 fn site_a() -> (PathBuf, PathBuf) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/site-a");

@@ -3,43 +3,13 @@
 //! lint codes SP001-SP005 in the text output (insta snapshots) and the plan JSON.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use slurmplan::diff;
 use slurmplan::plan::{self, target};
 use slurmplan::sacctmgr::snapshot;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn slurmplan_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_slurmplan"));
-    c.args(args).env_remove("SLURMPLAN_SACCTMGR").env_remove("NO_COLOR").stdin(Stdio::null());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let o = c.output().expect("run slurmplan");
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn slurmplan(args: &[&str]) -> Run {
-    slurmplan_env(args, &[])
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod common;
+use common::*;
 
 fn site_a() -> (PathBuf, PathBuf) {
     let dir = root().join("examples/site-a");

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use proptest::prelude::*;
 use slurmplan::desired::export::{ExportOptions, export};
@@ -14,34 +14,8 @@ use slurmplan::sacctmgr::reads;
 use slurmplan::sacctmgr::sim::Sim;
 use slurmplan::sacctmgr::snapshot;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn slurmplan(args: &[&str]) -> Run {
-    let o = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
-        .args(args)
-        .env_remove("SLURMPLAN_SACCTMGR")
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run slurmplan");
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod common;
+use common::*;
 
 fn site_a() -> (PathBuf, PathBuf) {
     let dir = root().join("examples/site-a");

@@ -2,34 +2,12 @@
 //! snapshot, the empty-export refusal, nothing written on error, and the API token never leaking.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn slurmplan(args: &[&str]) -> Run {
-    let o = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
-        .args(args)
-        .env_remove("SLURMPLAN_SACCTMGR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run slurmplan");
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
+mod common;
+use common::*;
 
 fn data() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/waldur")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 const TOKEN: &str = "SECRET-TOKEN-123";

@@ -130,76 +130,13 @@ pub fn summarize(changes: &[PlannedChange]) -> Summary {
 /// and for sites that want one journal entry per object). Each batch is split in place, in
 /// its order, so every single command is as valid as the batch was.
 pub fn unbatch(plan: &mut Plan) {
-    use crate::sacctmgr::command::Command as C;
     let mut out = Vec::new();
     for step in plan.steps.drain(..) {
-        let singles: Vec<C> = match &step.command {
-            C::AddQos { names, set } if names.len() > 1 => {
-                names.iter().map(|n| C::AddQos { names: vec![n.clone()], set: set.clone() }).collect()
-            }
-            C::AddAccount { cluster, names, parent, record, set } if names.len() > 1 => names
-                .iter()
-                .map(|n| C::AddAccount {
-                    cluster: cluster.clone(),
-                    names: vec![n.clone()],
-                    parent: parent.clone(),
-                    record: record.clone(),
-                    set: set.clone(),
-                })
-                .collect(),
-            C::ModifyAccount { cluster, names, set } if names.len() > 1 => names
-                .iter()
-                .map(|n| C::ModifyAccount { cluster: cluster.clone(), names: vec![n.clone()], set: set.clone() })
-                .collect(),
-            C::ModifyAccountRecord { cluster, names, record } if names.len() > 1 => names
-                .iter()
-                .map(|n| C::ModifyAccountRecord {
-                    cluster: cluster.clone(),
-                    names: vec![n.clone()],
-                    record: record.clone(),
-                })
-                .collect(),
-            C::DeleteAccount { cluster, names } if names.len() > 1 => {
-                names.iter().map(|n| C::DeleteAccount { cluster: cluster.clone(), names: vec![n.clone()] }).collect()
-            }
-            C::AddUser { cluster, users, account, partition, set } if users.len() > 1 => users
-                .iter()
-                .map(|u| C::AddUser {
-                    cluster: cluster.clone(),
-                    users: vec![u.clone()],
-                    account: account.clone(),
-                    partition: partition.clone(),
-                    set: set.clone(),
-                })
-                .collect(),
-            C::ModifyUser { cluster, users, account, partition, set } if users.len() > 1 => users
-                .iter()
-                .map(|u| C::ModifyUser {
-                    cluster: cluster.clone(),
-                    users: vec![u.clone()],
-                    account: account.clone(),
-                    partition: partition.clone(),
-                    set: set.clone(),
-                })
-                .collect(),
-            C::SetDefaultAccount { cluster, users, account } if users.len() > 1 => users
-                .iter()
-                .map(|u| C::SetDefaultAccount {
-                    cluster: cluster.clone(),
-                    users: vec![u.clone()],
-                    account: account.clone(),
-                })
-                .collect(),
-            C::DeleteUser { cluster, users, account, partition } if users.len() > 1 => users
-                .iter()
-                .map(|u| C::DeleteUser {
-                    cluster: cluster.clone(),
-                    users: vec![u.clone()],
-                    account: account.clone(),
-                    partition: partition.clone(),
-                })
-                .collect(),
-            other => vec![other.clone()],
+        let objects = step.command.objects();
+        let singles: Vec<Command> = if objects.len() > 1 {
+            objects.iter().map(|o| step.command.with_objects(vec![o.clone()])).collect()
+        } else {
+            vec![step.command.clone()]
         };
         for command in singles {
             out.push(Step {

@@ -510,6 +510,44 @@ impl Command {
         a
     }
 
+    /// The objects a batched command lists (account, QoS or user names); empty for a re-parent.
+    pub fn objects(&self) -> &[Name] {
+        match self {
+            Command::AddQos { names, .. }
+            | Command::ModifyQos { names, .. }
+            | Command::DeleteQos { names }
+            | Command::AddAccount { names, .. }
+            | Command::ModifyAccount { names, .. }
+            | Command::ModifyAccountRecord { names, .. }
+            | Command::DeleteAccount { names, .. } => names,
+            Command::AddUser { users, .. }
+            | Command::ModifyUser { users, .. }
+            | Command::SetDefaultAccount { users, .. }
+            | Command::DeleteUser { users, .. } => users,
+            Command::Reparent { .. } => &[],
+        }
+    }
+
+    /// The same command for other objects (see [`Command::objects`]).
+    pub fn with_objects(&self, objects: Vec<Name>) -> Command {
+        let mut c = self.clone();
+        match &mut c {
+            Command::AddQos { names, .. }
+            | Command::ModifyQos { names, .. }
+            | Command::DeleteQos { names }
+            | Command::AddAccount { names, .. }
+            | Command::ModifyAccount { names, .. }
+            | Command::ModifyAccountRecord { names, .. }
+            | Command::DeleteAccount { names, .. } => *names = objects,
+            Command::AddUser { users, .. }
+            | Command::ModifyUser { users, .. }
+            | Command::SetDefaultAccount { users, .. }
+            | Command::DeleteUser { users, .. } => *users = objects,
+            Command::Reparent { .. } => {}
+        }
+        c
+    }
+
     /// The cluster an association command acts on (None for QoS commands).
     pub fn cluster(&self) -> Option<&Name> {
         match self {
