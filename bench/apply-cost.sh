@@ -5,6 +5,7 @@
 # agents), and `sacctmgr load` of a flat file holding the same end state (creation only).
 #
 # usage: eval "$(scripts/slurm-testbed up /tmp/tb)"; bench/apply-cost.sh [RESULTS_DIR]
+# MODES="batched" runs one mode only; SKIP_LOAD=1 skips the sacctmgr load part.
 # needs: SLURMPLAN_SACCTMGR (the test bed sets it), a release build (built here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +46,7 @@ run() { # mode step file
   local steps; steps=$(grep -c '"step"' "$journal" || true)
   printf '%-8s %-8s %8.1f s %6d sacctmgr writes (+18 reads)\n' "$mode" "$step" "$(echo "$t1 - $t0" | bc)" "$steps" | tee -a "$out/results.txt"
 }
-for mode in batched nobatch; do
+for mode in ${MODES:-batched nobatch}; do
   cl="${tag}${mode:0:1}"
   "$S" -i add cluster "$cl" >/dev/null
   gen "$cl" 0 0 >"$out/$mode-onboard.yaml"
@@ -57,6 +58,7 @@ for mode in batched nobatch; do
 done
 
 # sacctmgr load of the same end state (creation part only), one call
+[ "${SKIP_LOAD:-0}" = 1 ] && exit 0
 cl="${tag}l"
 {
   printf "Cluster - '%s':Fairshare=1:QOS='normal'\n" "$cl"

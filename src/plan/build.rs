@@ -510,11 +510,21 @@ fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Pl
     }
     let mut widened: BTreeSet<Target> = BTreeSet::new();
     while !pending.is_empty() {
-        let mut progressed = false;
+        // One pass: every final setting that is valid now, on associations that do not affect
+        // each other (no selected account above another selected one or above a selected
+        // user), batched by identical settings.
+        let mut selected_accounts: BTreeSet<Name> = BTreeSet::new();
+        let mut ready: Vec<(Target, Command, String)> = Vec::new();
         for t in pending.clone() {
             let c = b.cluster(cname);
-            let (cmd, object) = match &t {
+            let under_selected = |acct: &Name| {
+                selected_accounts.contains(acct) || c.accounts.ancestors(acct.as_str()).iter().any(|a| selected_accounts.contains(*a))
+            };
+            match &t {
                 Target::Account(_, n) => {
+                    if under_selected(n) {
+                        continue;
+                    }
                     let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
                     let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
                     let mut next = have.clone();
@@ -524,12 +534,14 @@ fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Pl
                         continue;
                     }
                     let set = qos_set(have, want);
-                    (
-                        Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set },
-                        acct_addr(cname, n),
-                    )
+                    let cmd = Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set };
+                    selected_accounts.insert(n.clone());
+                    ready.push((t.clone(), cmd, acct_addr(cname, n)));
                 }
                 Target::User(k) => {
+                    if under_selected(&k.account) {
+                        continue;
+                    }
                     let have = c.users.get(k).expect("exists");
                     let want = d.users.get(k).expect("desired");
                     let mut next = have.clone();
@@ -546,12 +558,28 @@ fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Pl
                         partition: k.partition.clone(),
                         set,
                     };
-                    (cmd, user_addr(cname, k))
+                    ready.push((t.clone(), cmd, user_addr(cname, k)));
                 }
-            };
-            b.emit(Phase::QosSwap, cmd, vec![object], None)?;
+            }
+        }
+        let progressed = !ready.is_empty();
+        // batch: same command with another object list; keep the order of first appearance
+        let mut batches: Vec<(Command, Vec<String>)> = Vec::new();
+        for (t, cmd, object) in ready {
             pending.remove(&t);
-            progressed = true;
+            let key = cmd.with_objects(Vec::new());
+            match batches.iter_mut().find(|(c, _)| c.with_objects(Vec::new()) == key) {
+                Some((c, objects)) => {
+                    let mut names = c.objects().to_vec();
+                    names.extend(cmd.objects().iter().cloned());
+                    *c = c.with_objects(names);
+                    objects.push(object);
+                }
+                None => batches.push((cmd, vec![object])),
+            }
+        }
+        for (cmd, objects) in batches {
+            b.emit(Phase::QosSwap, cmd, objects, None)?;
         }
         if progressed {
             continue;
