@@ -518,7 +518,8 @@ fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Pl
         for t in pending.clone() {
             let c = b.cluster(cname);
             let under_selected = |acct: &Name| {
-                selected_accounts.contains(acct) || c.accounts.ancestors(acct.as_str()).iter().any(|a| selected_accounts.contains(*a))
+                selected_accounts.contains(acct)
+                    || c.accounts.ancestors(acct.as_str()).iter().any(|a| selected_accounts.contains(*a))
             };
             match &t {
                 Target::Account(_, n) => {
