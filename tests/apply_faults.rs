@@ -308,3 +308,30 @@ fn nothing_to_do_exits_0() {
     assert!(r.stderr.contains("No changes"), "{}", r.stderr);
     assert_eq!(site.calls(), before);
 }
+
+/// Reading the state live is a fixed set of 6 sacctmgr reads, whatever the size of the site:
+/// the same count on site-a and on a generated site 20 times larger.
+#[test]
+fn live_read_is_a_fixed_number_of_calls() {
+    let reads = |site: &Site, desired: &str| -> usize {
+        let log = site.state().join("argv.log");
+        let _ = std::fs::remove_file(&log);
+        let r = site.slurmplan(&["plan", "-d", desired, "--format", "json", "--allow-mass-delete"], &[]);
+        assert!(r.code == 0, "{r:?}");
+        std::fs::read_to_string(&log).unwrap_or_default().lines().count()
+    };
+    let site = Site::new();
+    assert_eq!(reads(&site, DESIRED), 6);
+    // a bigger state in the same fake
+    let big = site.path("big");
+    let g = std::process::Command::new(env!("CARGO_BIN_EXE_slurmplan-gen"))
+        .args(["--out", big.to_str().unwrap(), "--accounts", "300", "--users", "400", "--assocs", "3000"])
+        .output()
+        .unwrap();
+    assert!(g.status.success());
+    for f in std::fs::read_dir(big.join("state")).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), site.state().join(f.file_name())).unwrap();
+    }
+    assert_eq!(reads(&site, big.join("desired.yaml").to_str().unwrap()), 6);
+}
