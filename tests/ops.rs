@@ -735,3 +735,21 @@ fn the_state_generator_covers_the_interesting_cases() {
     }
     assert_eq!(seen.len(), 8, "only saw {seen:?}");
 }
+
+/// `doctor --config` takes the fallback from the site-agent config under policy `common`, and
+/// has none under `individual`.
+#[test]
+fn doctor_reads_the_fallback_from_the_site_agent_config() {
+    let dir = root().join("tests/data/doctor/defaults");
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("repair.json");
+    let common = root().join("tests/data/waldur/configs/nested-common.yaml");
+    let r = slurmplan(&["doctor", "--state", s(&dir), "--config", s(&common), "-o", s(&plan)]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("fallback DefaultAccount: `hpc_default`"), "{}", r.stderr);
+    assert!(!r.stderr.contains("SECRET"), "the token must never be printed");
+    let individual = root().join("tests/data/waldur/configs/nested-individual.yaml");
+    let r = slurmplan(&["doctor", "--state", s(&dir), "--config", s(&individual)]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no configured fallback"), "{}", r.stderr);
+}

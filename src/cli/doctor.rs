@@ -32,6 +32,13 @@ pub struct DoctorArgs {
     /// first remaining association by account name)
     #[arg(long, value_name = "NAME")]
     pub default_account: Option<String>,
+    /// Take the fallback from the site's waldur-site-agent-config.yaml: its `default_account`
+    /// under policy `common` (ignored when --default-account is given)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// With --config: the offering to read (needed when the file has several SLURM offerings)
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub offering: Option<String>,
     /// Report format
     #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
     pub format: DoctorFormat,
@@ -43,7 +50,7 @@ pub fn run(g: &Global, a: DoctorArgs) -> Outcome {
             Some(s) => Some(Name::parse(s, NameKind::Account, false).map(|p| p.name).map_err(|e| {
                 Failure::new(format!("`--default-account`: {e}")).hint(e.hint.clone()).code(EXIT_USAGE)
             })?),
-            None => None,
+            None => config_fallback(&a)?,
         };
     let current = current_state(g, a.state.state.as_deref())?;
     let findings = doctor::examine(&current, fallback.as_ref());
@@ -77,4 +84,36 @@ pub fn run(g: &Global, a: DoctorArgs) -> Outcome {
     .and_then(|_| o.flush())
     .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))?;
     Ok(if findings.is_empty() { EXIT_OK } else { EXIT_CHANGES })
+}
+
+/// `default_account` of the site-agent config when its policy is `common` (the account every
+/// user is meant to default to); no fallback under `individual` or `none`.
+fn config_fallback(a: &DoctorArgs) -> Result<Option<Name>, Failure> {
+    let Some(path) = &a.config else { return Ok(None) };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(format!("cannot read `{}`", path.display())).cause(e.to_string()))?;
+    match slurmplan::waldur::config::load_config(path, &text, a.offering.as_deref()) {
+        Ok((settings, _warnings)) => Ok(match settings.policy {
+            slurmplan::waldur::config::Policy::Common => {
+                eprintln!(
+                    "fallback DefaultAccount: `{}` (default_account of `{}`, policy common)",
+                    settings.default_account,
+                    path.display()
+                );
+                Some(settings.default_account)
+            }
+            other => {
+                eprintln!(
+                    "`{}` uses default_account_policy {}: no configured fallback; dangling defaults go to the user's first remaining association",
+                    path.display(),
+                    other.as_str()
+                );
+                None
+            }
+        }),
+        Err(mut diags) => {
+            super::commands::print_diags(&mut diags);
+            Err(Failure::new(format!("`{}` is not a usable site-agent config", path.display())))
+        }
+    }
 }
