@@ -144,6 +144,14 @@ impl Builder {
 fn acct_addr(c: &Name, n: &Name) -> String {
     format!("account.{c}.{n}")
 }
+/// Addresses of the user associations of a batched user command.
+fn user_objects(cname: &Name, account: &Name, partition: &Option<Name>, users: &[Name]) -> Vec<String> {
+    users
+        .iter()
+        .map(|u| user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() }))
+        .collect()
+}
+
 fn user_addr(c: &Name, k: &UserKey) -> String {
     format!("user_association.{c}.{}", user_key_label(k))
 }
@@ -455,12 +463,7 @@ fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
         groups.entry(key).or_insert_with(|| (assoc, Vec::new())).1.push(k.user.clone());
     }
     for ((account, partition, _), (assoc, users)) in groups {
-        let mut objects: Vec<String> = users
-            .iter()
-            .map(|u| {
-                user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() })
-            })
-            .collect();
+        let mut objects = user_objects(cname, &account, &partition, &users);
         // A user's first association on a cluster becomes its DefaultAccount.
         let c = b.cluster(cname);
         objects.extend(
@@ -706,12 +709,7 @@ fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanErr
         user_groups.entry(key).or_insert_with(|| (set, Vec::new())).1.push(k.user.clone());
     }
     for ((account, partition, _), (set, users)) in user_groups {
-        let objects = users
-            .iter()
-            .map(|u| {
-                user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() })
-            })
-            .collect();
+        let objects = user_objects(cname, &account, &partition, &users);
         b.emit(
             Phase::Limits,
             Command::ModifyUser { cluster: cname.clone(), users, account, partition, set },
@@ -758,15 +756,7 @@ fn user_removals(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), 
     }
     for round in [first, last] {
         for ((account, partition), users) in round {
-            let objects = users
-                .iter()
-                .map(|u| {
-                    user_addr(
-                        cname,
-                        &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() },
-                    )
-                })
-                .collect();
+            let objects = user_objects(cname, &account, &partition, &users);
             b.emit(
                 Phase::UserRemove,
                 Command::DeleteUser { cluster: cname.clone(), users, account, partition },
