@@ -335,3 +335,37 @@ fn live_read_is_a_fixed_number_of_calls() {
     }
     assert_eq!(reads(&site, big.join("desired.yaml").to_str().unwrap()), 6);
 }
+
+/// Without --sacctmgr, `--agent-config` takes sacctmgr from the site-agent config's
+/// `slurm_bin_path`; an explicit --sacctmgr still wins.
+#[test]
+fn sacctmgr_path_comes_from_the_agent_config() {
+    let site = Site::new();
+    let bin = site.path("slurm-bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(FAKE, bin.join("sacctmgr")).unwrap();
+    let cfg = site.path("agent.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "offerings:\n  - name: hpc\n    waldur_api_token: SECRET-TOKEN-123\n    backend_type: slurm\n    backend_settings:\n      default_account: hpc_default\n      customer_prefix: hpc_c_\n      project_prefix: hpc_p_\n      allocation_prefix: hpc_a_\n      slurm_bin_path: {}\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_slurmplan"));
+        c.args(["plan", "-d", DESIRED, "--agent-config", cfg.to_str().unwrap()])
+            .args(extra)
+            .env_remove("SLURMPLAN_SACCTMGR")
+            .env("FAKE_SACCTMGR_DIR", site.state())
+            .stdin(Stdio::null());
+        c.output().unwrap()
+    };
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Plan:"));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("SECRET"));
+    let o = run(&["--sacctmgr", "/nonexistent/sacctmgr"]);
+    assert_eq!(o.status.code(), Some(1));
+}

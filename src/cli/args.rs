@@ -20,6 +20,10 @@ pub struct Global {
     /// Path of sacctmgr (default: `sacctmgr` from PATH)
     #[arg(long, global = true, env = "SLURMPLAN_SACCTMGR", value_name = "PATH")]
     pub sacctmgr: Option<PathBuf>,
+    /// The site's waldur-site-agent-config.yaml: without --sacctmgr, sacctmgr is taken from its
+    /// `slurm_bin_path` (default /usr/bin). The API token in it is never read out or printed.
+    #[arg(long, global = true, env = "SLURMPLAN_AGENT_CONFIG", value_name = "FILE")]
+    pub agent_config: Option<PathBuf>,
     /// Words to run sacctmgr through, e.g. "ssh head1 --" (split on whitespace, never a shell)
     #[arg(long, global = true, env = "SLURMPLAN_EXEC_PREFIX", value_name = "WORDS")]
     pub exec_prefix: Option<String>,

@@ -57,7 +57,11 @@ pub fn print_diags(diags: &mut [Diagnostic]) -> bool {
 }
 
 pub fn runner(g: &Global) -> Result<ProcessRunner, Failure> {
-    let program = g.sacctmgr.clone().unwrap_or_else(|| PathBuf::from("sacctmgr"));
+    let program = match (&g.sacctmgr, &g.agent_config) {
+        (Some(p), _) => p.clone(),
+        (None, Some(cfg)) => sacctmgr_from_agent_config(cfg)?,
+        (None, None) => PathBuf::from("sacctmgr"),
+    };
     let prefix: Vec<String> = g.exec_prefix.as_deref().unwrap_or("").split_whitespace().map(str::to_string).collect();
     if g.timeout == 0 {
         return Err(Failure::new("`--timeout 0` would kill every sacctmgr call")
@@ -65,6 +69,20 @@ pub fn runner(g: &Global) -> Result<ProcessRunner, Failure> {
             .code(super::EXIT_USAGE));
     }
     Ok(ProcessRunner::new(program, prefix, Duration::from_secs(g.timeout)))
+}
+
+/// `<slurm_bin_path>/sacctmgr` from the site-agent config (the agent's default: /usr/bin).
+fn sacctmgr_from_agent_config(path: &Path) -> Result<PathBuf, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(format!("cannot read `{}`", path.display())).cause(e.to_string()))?;
+    match slurmplan::waldur::config::load_config(path, &text, None) {
+        Ok((settings, _)) => Ok(settings.slurm_bin_path.unwrap_or_else(|| PathBuf::from("/usr/bin")).join("sacctmgr")),
+        Err(mut diags) => {
+            print_diags(&mut diags);
+            Err(Failure::new(format!("cannot take sacctmgr's path from `{}`", path.display()))
+                .hint("fix the file, or give --sacctmgr PATH"))
+        }
+    }
 }
 
 /// Current state from a snapshot dir, or live.

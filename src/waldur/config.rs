@@ -75,6 +75,8 @@ pub struct Settings {
     pub project_prefix: String,
     pub allocation_prefix: String,
     pub cluster_name: Option<Name>,
+    /// `slurm_bin_path`: the directory of sacctmgr (the agent's default is `/usr/bin`).
+    pub slurm_bin_path: Option<std::path::PathBuf>,
     /// Set: flat hierarchy (no customer tier).
     pub parent_account: Option<Name>,
     pub default_partition: Option<Name>,
@@ -380,6 +382,7 @@ fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings
     };
     let ra = string(cx, "root_account", false);
     let root_account = name(cx, "root_account", ra, NameKind::Account);
+    let slurm_bin_path = string(cx, "slurm_bin_path", false).map(std::path::PathBuf::from);
     let cn = string(cx, "cluster_name", false);
     let cluster_name = name(cx, "cluster_name", cn, NameKind::Cluster);
     let pa = string(cx, "parent_account", false);
@@ -601,6 +604,7 @@ fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings
         project_prefix,
         allocation_prefix,
         cluster_name,
+        slurm_bin_path,
         parent_account,
         default_partition,
         enforce_offering_partitions,
