@@ -5,6 +5,8 @@
 # agents), and `sacctmgr load` of a flat file holding the same end state (creation only).
 #
 # usage: eval "$(scripts/slurm-testbed up /tmp/tb)"; bench/apply-cost.sh [RESULTS_DIR]
+# ALLOCS=N scales the site (default 200 allocations; projects = N/10, customers = projects/4,
+# 10 users per allocation, N/4 paused and N/4 deleted).
 # MODES="batched" runs one mode only; SKIP_LOAD=1 skips the sacctmgr load part.
 # needs: SLURMPLAN_SACCTMGR (the test bed sets it), a release build (built here).
 set -euo pipefail
@@ -16,15 +18,16 @@ mkdir -p "$out"
 cargo build --release --quiet --bin slurmplan
 SP="$PWD/target/release/slurmplan"
 tag="b$$"
+A=${ALLOCS:-200}; P=$(( (A + 9) / 10 )); C=$(( (P + 3) / 4 )); Q=$(( A / 4 ))
 
 # desired file: $1 cluster, $2 paused count, $3 deleted count
 gen() {
   local cl=$1 paused=$2 deleted=$3
   printf 'version: 1\nmanaged:\n  prefixes: [%s_]\nclusters:\n  %s:\n    accounts:\n' "$tag" "$cl"
-  for c in $(seq 0 4); do printf '      %s_c%d: {}\n' "$tag" "$c"; done
-  for p in $(seq 0 19); do printf '      %s_p%d: {parent: %s_c%d}\n' "$tag" "$p" "$tag" $((p / 4)); done
-  for a in $(seq 0 199); do
-    [ "$a" -ge $((200 - deleted)) ] && continue
+  for c in $(seq 0 $((C - 1))); do printf '      %s_c%d: {}\n' "$tag" "$c"; done
+  for p in $(seq 0 $((P - 1))); do printf '      %s_p%d: {parent: %s_c%d}\n' "$tag" "$p" "$tag" $((p / 4)); done
+  for a in $(seq 0 $((A - 1))); do
+    [ "$a" -ge $((A - deleted)) ] && continue
     local q=normal
     [ "$a" -lt "$paused" ] && q=${tag}_paused
     printf '      %s_a%d:\n        parent: %s_p%d\n        qos: [%s]\n        default_qos: %s\n' "$tag" "$a" "$tag" $((a / 10)) "$q" "$q"
@@ -50,8 +53,8 @@ for mode in ${MODES:-batched nobatch}; do
   cl="${tag}${mode:0:1}"
   "$S" -i add cluster "$cl" >/dev/null
   gen "$cl" 0 0 >"$out/$mode-onboard.yaml"
-  gen "$cl" 50 0 >"$out/$mode-pause.yaml"
-  gen "$cl" 50 50 >"$out/$mode-delete.yaml"
+  gen "$cl" "$Q" 0 >"$out/$mode-pause.yaml"
+  gen "$cl" "$Q" "$Q" >"$out/$mode-delete.yaml"
   run "$mode" onboard "$out/$mode-onboard.yaml"
   run "$mode" pause "$out/$mode-pause.yaml"
   run "$mode" delete "$out/$mode-delete.yaml"
@@ -63,18 +66,19 @@ cl="${tag}l"
 {
   printf "Cluster - '%s':Fairshare=1:QOS='normal'\n" "$cl"
   printf "Parent - 'root'\n"
-  for c in $(seq 0 4); do printf "Account - '%s_c%d'\n" "$tag" "$c"; done
-  for c in $(seq 0 4); do
+  for c in $(seq 0 $((C - 1))); do printf "Account - '%s_c%d'\n" "$tag" "$c"; done
+  for c in $(seq 0 $((C - 1))); do
     printf "Parent - '%s_c%d'\n" "$tag" "$c"
-    for p in $(seq $((c * 4)) $((c * 4 + 3))); do printf "Account - '%s_p%d'\n" "$tag" "$p"; done
+    for p in $(seq $((c * 4)) $((c * 4 + 3))); do [ "$p" -lt "$P" ] && printf "Account - '%s_p%d'\n" "$tag" "$p"; done
   done
-  for p in $(seq 0 19); do
+  for p in $(seq 0 $((P - 1))); do
     printf "Parent - '%s_p%d'\n" "$tag" "$p"
     for a in $(seq $((p * 10)) $((p * 10 + 9))); do
+      [ "$a" -lt "$A" ] || continue
       printf "Account - '%s_a%d':GrpTRESMins=cpu=%d,mem=%d:QOS='normal':DefaultQOS='normal'\n" "$tag" "$a" $((60000 * (a % 7 + 1))) $((1024 * (a % 5 + 1)))
     done
   done
-  for a in $(seq 0 199); do
+  for a in $(seq 0 $((A - 1))); do
     printf "Parent - '%s_a%d'\n" "$tag" "$a"
     for u in $(seq 0 9); do printf "User - '%su%d':DefaultAccount='%s_a%d'\n" "$tag" $(((a * 10 + u) % 1000)) "$tag" "$a"; done
   done
