@@ -224,3 +224,21 @@ fn no_batch_splits_batches_one_object_per_command() {
         assert!(!list.contains(','), "not split: {argv:?}");
     }
 }
+
+/// The global `--cluster C` keeps only C of the desired file; an unknown cluster is an error.
+#[test]
+fn global_cluster_option_selects_clusters() {
+    let dir = root().join("examples/site-a");
+    let (state, desired) = (dir.join("state"), dir.join("desired.yaml"));
+    let all = slurmplan(&["plan", "--state", s(&state), "-d", s(&desired), "--format", "json"]);
+    let one = slurmplan(&["plan", "--cluster", "rocket", "--state", s(&state), "-d", s(&desired), "--format", "json"]);
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    assert_eq!(all.stdout, one.stdout);
+    let bad = slurmplan(&["plan", "--cluster", "nosuch", "--state", s(&state), "-d", s(&desired)]);
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("declares no such cluster"), "{}", bad.stderr);
+    // the option comes before the subcommand too
+    let before =
+        slurmplan(&["--cluster", "rocket", "plan", "--state", s(&state), "-d", s(&desired), "--format", "json"]);
+    assert_eq!(before.stdout, all.stdout);
+}

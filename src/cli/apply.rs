@@ -61,6 +61,20 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 eprintln!("No changes. The plan is empty.");
                 return Ok(EXIT_OK);
             }
+            let outside: Vec<String> = clusters_of(&plan)
+                .into_iter()
+                .filter(|c| {
+                    c != "_global" && !g.clusters.is_empty() && !g.clusters.iter().any(|s| s.eq_ignore_ascii_case(c))
+                })
+                .collect();
+            if !outside.is_empty() {
+                return Err(Failure::new(format!(
+                    "the plan `{}` also changes cluster(s) {} outside --cluster",
+                    path.display(),
+                    outside.join(", ")
+                ))
+                .hint("re-plan with the same --cluster, or drop --cluster to apply the whole plan"));
+            }
             let _locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
             let current = current_state(g, None)?;
             let now = fingerprint(&current);

@@ -24,6 +24,10 @@ pub struct Global {
     /// `slurm_bin_path` (default /usr/bin). The API token in it is never read out or printed.
     #[arg(long, global = true, env = "SLURMPLAN_AGENT_CONFIG", value_name = "FILE")]
     pub agent_config: Option<PathBuf>,
+    /// Work on cluster C only (repeatable): plan/apply/drift ignore the desired file's other
+    /// clusters, export writes only C, `waldur build` uses C when the config has no cluster_name
+    #[arg(long = "cluster", global = true, value_name = "C")]
+    pub clusters: Vec<String>,
     /// Words to run sacctmgr through, e.g. "ssh head1 --" (split on whitespace, never a shell)
     #[arg(long, global = true, env = "SLURMPLAN_EXEC_PREFIX", value_name = "WORDS")]
     pub exec_prefix: Option<String>,

@@ -29,7 +29,7 @@ pub fn run(cli: Cli) -> Outcome {
         Cmd::Graph(a) => super::graph::run(&g, a),
         Cmd::Completions(a) => super::graph::completions(a),
         Cmd::Man(a) => super::graph::man(a),
-        Cmd::Waldur(c) => super::waldur::run(c),
+        Cmd::Waldur(c) => super::waldur::run(&g, c),
     }
 }
 
@@ -142,6 +142,31 @@ pub fn resolve(d: &desired::Desired, current: &State) -> Result<desired::resolve
     }
 }
 
+/// `--cluster C` (global, repeatable): keep only those clusters of the desired file; the
+/// others are left as they are. Naming a cluster the file does not declare is an error.
+pub fn select_clusters(g: &Global, d: &mut desired::Desired) -> Result<(), Failure> {
+    if g.clusters.is_empty() {
+        return Ok(());
+    }
+    let mut keep = std::collections::BTreeSet::new();
+    for c in &g.clusters {
+        let name = model::Name::parse(c, model::NameKind::Cluster, false)
+            .map_err(|e| Failure::new(format!("`--cluster`: {e}")).hint(e.hint.clone()).code(super::EXIT_USAGE))?
+            .name;
+        if !d.clusters.contains_key(&name) {
+            let known: Vec<String> = d.clusters.keys().map(|k| format!("`{k}`")).collect();
+            return Err(Failure::new(format!("`--cluster {name}`: `{}` declares no such cluster", d.path.display()))
+                .hint(format!(
+                    "it declares: {}",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                )));
+        }
+        keep.insert(name);
+    }
+    d.clusters.retain(|c, _| keep.contains(c));
+    Ok(())
+}
+
 /// Refuse plans that delete too much (design.md section 5); when allowed, record lint SP005.
 pub fn mass_delete_guard(plan: &mut Plan, managed: usize, allow: bool) -> Result<(), Failure> {
     // An account's own associations go with it; count the account once.
@@ -207,7 +232,8 @@ pub fn build_plan(
     targets: &[String],
 ) -> Result<(Plan, State), Failure> {
     let mut t = Timings::start();
-    let d = load_desired(desired_path)?;
+    let mut d = load_desired(desired_path)?;
+    select_clusters(g, &mut d)?;
     t.mark("load desired");
     let current = current_state(g, state_dir)?;
     t.mark("read current state");

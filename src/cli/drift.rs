@@ -75,11 +75,12 @@ fn errors_only(diags: Vec<slurmplan::diag::Diagnostic>) -> Vec<slurmplan::diag::
 
 /// Load, read, resolve, diff: the same pipeline as `plan`, without ordering.
 fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
-    let d = slurmplan::desired::load_file(&a.desired).map_err(|diags| {
+    let mut d = slurmplan::desired::load_file(&a.desired).map_err(|diags| {
         let mut e = errors_only(diags);
         print_diags(&mut e);
         Failure::new(format!("`{}` has {} error(s); drift was not computed", a.desired.display(), e.len()))
     })?;
+    super::commands::select_clusters(g, &mut d)?;
     let current = quiet_state(g, a.state.state.as_deref())?;
     let resolved = slurmplan::desired::resolve::resolve(&d, &current).map_err(|diags| {
         let mut e = errors_only(diags);

@@ -22,9 +22,6 @@ pub struct ExportArgs {
     /// Manage the subtree under account R, R included (repeatable; default: root)
     #[arg(long = "managed-root", value_name = "R")]
     pub roots: Vec<String>,
-    /// Export only cluster C (repeatable; default: every cluster)
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
 }
 
 fn names(items: &[String], kind: NameKind, flag: &str) -> Result<Vec<Name>, Failure> {
@@ -45,7 +42,7 @@ pub fn run(g: &Global, a: ExportArgs) -> Outcome {
             .into_iter()
             .map(|n| n.as_str().to_string())
             .collect(),
-        clusters: names(&a.clusters, NameKind::Cluster, "--cluster")?,
+        clusters: names(&g.clusters, NameKind::Cluster, "--cluster")?,
     };
     let current = current_state(g, a.state.state.as_deref())?;
     let exported = export::export(&current, &opts).map_err(|mut d| {

@@ -30,21 +30,25 @@ pub struct BuildArgs {
     /// Desired-state YAML to write
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
-    /// Slurm cluster, when the config has no cluster_name
-    #[arg(long, value_name = "NAME")]
-    pub cluster: Option<String>,
     /// Accept an export with no live resource (the plan's mass-delete guard still applies)
     #[arg(long)]
     pub allow_empty: bool,
 }
 
-pub fn run(cmd: WaldurCmd) -> Outcome {
+pub fn run(g: &super::args::Global, cmd: WaldurCmd) -> Outcome {
     match cmd {
-        WaldurCmd::Build(a) => build(a),
+        WaldurCmd::Build(a) => build(g, a),
     }
 }
 
-fn build(a: BuildArgs) -> Outcome {
+fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
+    let cluster = match g.clusters.as_slice() {
+        [] => None,
+        [c] => Some(c.clone()),
+        _ => {
+            return Err(Failure::new("`waldur build` writes one cluster: give --cluster once").code(super::EXIT_USAGE));
+        }
+    };
     let text = std::fs::read_to_string(&a.config)
         .map_err(|e| Failure::new(format!("cannot read `{}`", a.config.display())).cause(e.to_string()))?;
     let loaded = waldur::load_config(&a.config, &text, a.offering.as_deref());
@@ -60,7 +64,7 @@ fn build(a: BuildArgs) -> Outcome {
         let n = d.iter().filter(|d| d.is_error()).count();
         Failure::new(format!("the export in `{}` has {n} error(s); nothing was written", a.export.display()))
     })?;
-    let built = waldur::build(&settings, &export, &BuildOptions { cluster: a.cluster.clone() }).map_err(|mut d| {
+    let built = waldur::build(&settings, &export, &BuildOptions { cluster }).map_err(|mut d| {
         warnings.append(&mut d);
         print_diags(&mut warnings);
         Failure::new("cannot build the desired state; nothing was written")
