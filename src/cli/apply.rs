@@ -50,7 +50,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
         (Some(path), None) => {
             // The mass-deletion guard and --target ran when this plan was made; the checksum
             // keeps it as reviewed.
-            if !a.targets.is_empty() {
+            if !a.planning.targets.is_empty() {
                 return Err(Failure::new("--target applies to `plan` and `apply -d`, not to a saved plan")
                     .hint("the saved plan already holds only what was targeted when it was made")
                     .code(super::EXIT_USAGE));
@@ -89,8 +89,8 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             return execute(g, &a, plan, current, lock_dir, _locks);
         }
         (None, Some(d)) => {
-            let (mut plan, current) = build_plan(g, d, None, a.allow_mass_delete, &a.targets)?;
-            if a.no_batch {
+            let (mut plan, current) = build_plan(g, d, None, a.planning.allow_mass_delete, &a.planning.targets)?;
+            if a.planning.no_batch {
                 plan::unbatch(&mut plan);
             }
             (plan, current)

@@ -105,15 +105,8 @@ pub struct PlanArgs {
     /// Exit 2 when the plan has changes (0 = no changes, 1 = error)
     #[arg(long)]
     pub detailed_exitcode: bool,
-    /// Allow a plan that deletes more than max(20, 10% of managed objects)
-    #[arg(long)]
-    pub allow_mass_delete: bool,
-    /// One sacctmgr command per object instead of batches (for measuring; slower)
-    #[arg(long)]
-    pub no_batch: bool,
-    /// Plan only the change at ADDR (e.g. account.CLUSTER.NAME) and what it strictly needs (repeatable)
-    #[arg(long = "target", value_name = "ADDR")]
-    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub planning: PlanningArgs,
 }
 
 #[derive(Args, Debug)]
@@ -156,10 +149,17 @@ pub struct ApplyArgs {
     /// Seconds to wait for another apply on the same cluster to finish
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub lock_timeout: u64,
+    #[command(flatten)]
+    pub planning: PlanningArgs,
+}
+
+/// How a plan is built (shared by `plan` and `apply -d`).
+#[derive(Args, Debug, Clone)]
+pub struct PlanningArgs {
     /// Allow a plan that deletes more than max(20, 10% of managed objects)
     #[arg(long)]
     pub allow_mass_delete: bool,
-    /// With -d: one sacctmgr command per object instead of batches (for measuring; slower)
+    /// One sacctmgr command per object instead of batches (for measuring; slower)
     #[arg(long)]
     pub no_batch: bool,
     /// Plan only the change at ADDR (e.g. account.CLUSTER.NAME) and what it strictly needs (repeatable)

@@ -292,8 +292,9 @@ fn targeted(current: &State, desired: &State, targets: &[String]) -> Result<Stat
 }
 
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
-    let (mut plan, current) = build_plan(g, &a.desired, a.state.state.as_deref(), a.allow_mass_delete, &a.targets)?;
-    if a.no_batch {
+    let (mut plan, current) =
+        build_plan(g, &a.desired, a.state.state.as_deref(), a.planning.allow_mass_delete, &a.planning.targets)?;
+    if a.planning.no_batch {
         plan::unbatch(&mut plan);
     }
     std::mem::forget(current); // see build_plan
