@@ -87,6 +87,12 @@ fn sacctmgr_from_agent_config(path: &Path) -> Result<PathBuf, Failure> {
 
 /// Current state from a snapshot dir, or live.
 pub fn current_state(g: &Global, dir: Option<&Path>) -> Result<State, Failure> {
+    read_state(g, dir, true)
+}
+
+/// Current state from a snapshot dir, or live; `progress` says so on stderr before a live read
+/// (off for cron reports, which mail anything on stderr).
+pub fn read_state(g: &Global, dir: Option<&Path>, progress: bool) -> Result<State, Failure> {
     match dir {
         Some(dir) => snapshot::load(dir).map_err(|mut d| {
             print_diags(&mut d);
@@ -94,7 +100,9 @@ pub fn current_state(g: &Global, dir: Option<&Path>) -> Result<State, Failure> {
         }),
         None => {
             let r = runner(g)?;
-            eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
+            if progress {
+                eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
+            }
             let raw = live::read_all(&r).map_err(|e| {
                 Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
                     "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",

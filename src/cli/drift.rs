@@ -6,17 +6,15 @@
 //! `slurmplan_drift_last_run_success 0`, so a dashboard sees the failure.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, ValueEnum};
 use slurmplan::diff;
-use slurmplan::model::State;
 use slurmplan::render::drift::{self, DriftReport};
-use slurmplan::sacctmgr::{live, parse, snapshot};
 
 use super::args::{Global, StateArgs};
-use super::commands::{print_diags, runner, write_atomic};
+use super::commands::{print_diags, write_atomic};
 use super::{EXIT_CHANGES, EXIT_OK, Failure, Outcome};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -46,29 +44,6 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-/// Current state without progress chatter (cron mails anything on stderr).
-fn quiet_state(g: &Global, dir: Option<&Path>) -> Result<State, Failure> {
-    match dir {
-        Some(dir) => snapshot::load(dir).map_err(|mut d| {
-            print_diags(&mut d);
-            Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
-        }),
-        None => {
-            let r = runner(g)?;
-            let raw = live::read_all(&r).map_err(|e| {
-                Failure::new("cannot read the current state from sacctmgr")
-                    .cause(e.to_string())
-                    .hint("check that slurmdbd is up and sacctmgr works, or pass --state DIR")
-            })?;
-            parse::parse_state(&raw).map_err(|mut d| {
-                print_diags(&mut d);
-                Failure::new("sacctmgr printed output slurmplan cannot parse")
-                    .hint("run `slurmplan dump -o DIR` and attach DIR to a bug report")
-            })
-        }
-    }
-}
-
 fn errors_only(diags: Vec<slurmplan::diag::Diagnostic>) -> Vec<slurmplan::diag::Diagnostic> {
     diags.into_iter().filter(|d| d.is_error()).collect()
 }
@@ -81,7 +56,7 @@ fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
         Failure::new(format!("`{}` has {} error(s); drift was not computed", a.desired.display(), e.len()))
     })?;
     super::commands::select_clusters(g, &mut d)?;
-    let current = quiet_state(g, a.state.state.as_deref())?;
+    let current = super::commands::read_state(g, a.state.state.as_deref(), false)?;
     let resolved = slurmplan::desired::resolve::resolve(&d, &current).map_err(|diags| {
         let mut e = errors_only(diags);
         print_diags(&mut e);
