@@ -18,7 +18,7 @@ use proptest::test_runner::TestCaseError;
 use slurmplan::diff::diff;
 use slurmplan::model::names::{Name, NameKind};
 use slurmplan::model::{
-    AccountGraph, AccountRecord, Assoc, ClusterState, Fairshare, Limits, Qos, QosList, State, UserKey,
+    AccountGraph, AccountRecord, Assoc, AssocData, ClusterState, Fairshare, Limits, Qos, QosList, State, UserKey,
 };
 use slurmplan::plan::{Plan, make_plan};
 use slurmplan::sacctmgr::command::Command;
@@ -165,7 +165,7 @@ fn gen_assoc(ch: &mut Ch, pool: &[Name], qos_pct: u32) -> Assoc {
     let limits = gen_limits(ch);
     let (qos, default_qos) =
         if ch.chance(qos_pct) { (gen_qos_list(ch, pool), gen_default(ch, pool)) } else { (QosList::Inherit, None) };
-    Assoc { limits, qos, default_qos }
+    AssocData { limits, qos, default_qos }.into()
 }
 
 fn gen_root_assoc(ch: &mut Ch, pool: &[Name]) -> Assoc {
@@ -177,7 +177,7 @@ fn gen_root_assoc(ch: &mut Ch, pool: &[Name]) -> Assoc {
     }
     let default_qos = if ch.chance(70) { Some(n("normal")) } else { None };
     let limits = if ch.chance(20) { gen_limits(ch) } else { Limits::default() };
-    Assoc { limits, qos: QosList::Set(s), default_qos }
+    AssocData { limits, qos: QosList::Set(s), default_qos }.into()
 }
 
 /// Accounts that may take a child without exceeding MAX_DEPTH.
@@ -454,8 +454,8 @@ fn mutate(ch: &mut Ch, s: &mut State) {
                     x.default_qos = gen_default(ch, &pool);
                     x
                 };
-                c.accounts.get_mut(a.as_str()).unwrap().assoc.qos = new.qos;
-                c.accounts.get_mut(a.as_str()).unwrap().assoc.default_qos = new.default_qos;
+                c.accounts.get_mut(a.as_str()).unwrap().assoc.qos = new.qos.clone();
+                c.accounts.get_mut(a.as_str()).unwrap().assoc.default_qos = new.default_qos.clone();
             }
         }
         4 => {

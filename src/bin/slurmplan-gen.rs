@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use slurmplan::model::{
-    AccountGraph, AccountRecord, Assoc, ClusterState, Name, NameKind, Qos, QosList, State, UserKey,
+    AccountGraph, AccountRecord, Assoc, AssocData, ClusterState, Name, NameKind, Qos, QosList, State, UserKey,
 };
 use slurmplan::sacctmgr::{parse::write_state, snapshot};
 
@@ -82,8 +82,11 @@ fn main() {
     }
     let normal: BTreeSet<Name> = [n("normal")].into();
     for i in 0..allocs {
-        let mut assoc =
-            Assoc { qos: QosList::Set(normal.clone()), default_qos: Some(n("normal")), ..Default::default() };
+        let mut assoc = Assoc::from(AssocData {
+            qos: QosList::Set(normal.clone()),
+            default_qos: Some(n("normal")),
+            ..Default::default()
+        });
         assoc.limits.grp_tres_mins.insert("cpu".into(), 60_000 * (1 + (i as u64 % 100)));
         assoc.limits.grp_tres_mins.insert("mem".into(), 1024 * (1 + (i as u64 % 50)));
         tree.push(Acct { name: n(&format!("hpc_a{i}")), parent: n(&format!("hpc_p{}", i % projects)), assoc });
@@ -127,7 +130,11 @@ fn main() {
     }
     let new_accounts = ((allocs as f64) * drift) as usize;
     for i in 0..new_accounts {
-        let assoc = Assoc { qos: QosList::Set(normal.clone()), default_qos: Some(n("normal")), ..Default::default() };
+        let assoc = Assoc::from(AssocData {
+            qos: QosList::Set(normal.clone()),
+            default_qos: Some(n("normal")),
+            ..Default::default()
+        });
         dtree.push(Acct {
             name: n(&format!("hpc_new{i}")),
             parent: n(&format!("hpc_p{}", rng.below(projects))),
@@ -174,7 +181,7 @@ fn main() {
 }
 
 fn build(tree: &[Acct], users: &BTreeMap<UserKey, Assoc>) -> State {
-    let root = Assoc { qos: QosList::Set([n("normal")].into()), ..Default::default() };
+    let root = Assoc::from(AssocData { qos: QosList::Set([n("normal")].into()), ..Default::default() });
     let items = std::iter::once((n("root"), None, root))
         .chain(tree.iter().map(|a| (a.name.clone(), Some(a.parent.clone()), a.assoc.clone())));
     let accounts = AccountGraph::build(items).expect("generated tree is valid");

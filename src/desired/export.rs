@@ -422,7 +422,12 @@ mod tests {
     #[test]
     fn a_default_qos_outside_its_own_list_is_a_warning() {
         let n = |s: &str| Name::strict(s, crate::model::NameKind::Qos).unwrap();
-        let a = Assoc { qos: QosList::Set([n("hi")].into()), default_qos: Some(n("normal")), ..Default::default() };
+        let a: Assoc = crate::model::AssocData {
+            qos: QosList::Set([n("hi")].into()),
+            default_qos: Some(n("normal")),
+            ..Default::default()
+        }
+        .into();
         let mut w = Vec::new();
         let lines = assoc_lines(&a, &BTreeSet::new(), "account `x`", &mut w);
         assert_eq!(lines, ["qos: [hi]", "default_qos: normal"]);

@@ -4,18 +4,18 @@
 //! Pure: text in, `Desired` or diagnostics out. It must not run sacctmgr, spawn processes,
 //! print, or read files (the caller hands it the text).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 
 use super::tree::{self, Node};
-use super::{Desired, DesiredAccount, DesiredCluster, Scope};
+use super::{Decl, Desired, DesiredAccount, DesiredCluster, Scope};
 use crate::diag::{self, Diagnostic, Location};
 use crate::model::fingerprint::hash_bytes;
 use crate::model::names::{self, Name, NameKind};
 use crate::model::values::{self, Fairshare, QosList, Tres};
-use crate::model::{AccountRecord, Assoc, Limits, Qos, UserKey};
+use crate::model::{AccountRecord, Assoc, AssocData, Limits, Qos, UserKey};
 
 type SNode = Spanned<Node>;
 
@@ -109,6 +109,11 @@ impl<'a> Loader<'a> {
             line: usize::try_from(loc.line()).unwrap_or(0),
             column: usize::try_from(loc.column()).unwrap_or(0),
         }
+    }
+    /// (line, column) of a node, for `Desired::locations`.
+    fn pos(&self, node: &SNode) -> (u32, u32) {
+        let n = |v| u32::try_from(v).unwrap_or(u32::MAX);
+        (n(node.referenced.line()), n(node.referenced.column()))
     }
     fn at(&self, node: &SNode) -> Location {
         self.location(node.referenced)
@@ -445,7 +450,7 @@ impl<'a> Loader<'a> {
             accounts: BTreeMap::new(),
             clusters: BTreeMap::new(),
             warnings: Vec::new(),
-            locations: BTreeMap::new(),
+            locations: HashMap::new(),
         };
         if !matches!(root.value, Node::Map(_)) {
             let found = root.value.kind();
@@ -517,7 +522,7 @@ impl<'a> Loader<'a> {
                     continue;
                 }
                 cluster_keys.insert(cname.clone(), e.key);
-                desired.locations.insert(format!("cluster/{cname}"), self.at(e.key));
+                desired.locations.insert(Decl::Cluster(cname.clone()), self.pos(e.key));
                 let cluster = self.cluster(&cname, e.value, &mut records, &mut desired.locations);
                 desired.clusters.insert(cname, cluster);
             }
@@ -613,7 +618,7 @@ impl<'a> Loader<'a> {
             if let Some(n) = f.get("max_wall") {
                 q.max_wall = self.duration(n, &format!("{what}.max_wall"));
             }
-            desired.locations.insert(format!("qos/{name}"), self.at(e.key));
+            desired.locations.insert(Decl::Qos(name.clone()), self.pos(e.key));
             desired.qos.insert(name, q);
         }
     }
@@ -646,7 +651,7 @@ impl<'a> Loader<'a> {
         cname: &Name,
         node: &SNode,
         records: &mut BTreeMap<Name, RecordSeen>,
-        locations: &mut BTreeMap<String, Location>,
+        locations: &mut HashMap<Decl, (u32, u32)>,
     ) -> DesiredCluster {
         let what = format!("clusters.{cname}");
         let f = self.fields(node, &what, CLUSTER_KEYS);
@@ -688,7 +693,7 @@ impl<'a> Loader<'a> {
                     }
                 }
                 declared.insert(aname.clone(), (e.key, parent_node.filter(|_| aname.as_str() != "root")));
-                locations.insert(format!("cluster/{cname}/account/{aname}"), self.at(e.key));
+                locations.insert(Decl::Account(cname.clone(), aname.clone()), self.pos(e.key));
 
                 // The global account record.
                 let description =
@@ -740,7 +745,7 @@ impl<'a> Loader<'a> {
                     continue;
                 }
                 seen.insert(user.clone(), e.key);
-                locations.insert(format!("cluster/{cname}/user/{user}"), self.at(e.key));
+                locations.insert(Decl::User(cname.clone(), user.clone()), self.pos(e.key));
                 let uf = self.fields(e.value, &format!("{uwhat}.{user}"), CLUSTER_USER_KEYS);
                 let associated = assocs_of.get(&user);
                 match uf.get("default_account") {
@@ -792,7 +797,7 @@ impl<'a> Loader<'a> {
         awhat: &str,
         cluster: &mut DesiredCluster,
         assocs_of: &mut BTreeMap<Name, BTreeSet<Name>>,
-        locations: &mut BTreeMap<String, Location>,
+        locations: &mut HashMap<Decl, (u32, u32)>,
     ) {
         let what = format!("{awhat}.users");
         let Node::Seq(items) = &node.value else {
@@ -854,13 +859,10 @@ impl<'a> Loader<'a> {
                 continue;
             }
             seen.insert(k, item);
-            let mut key = format!("cluster/{cname}/account/{aname}/user/{user}");
-            if let Some(p) = &partition {
-                key.push_str(&format!("/partition/{p}"));
-            }
-            locations.insert(key, self.at(item));
-            assocs_of.entry(user.clone()).or_default().insert(aname.clone());
-            cluster.users.insert(UserKey { account: aname.clone(), user, partition }, assoc);
+            let key = UserKey { account: aname.clone(), user: user.clone(), partition };
+            locations.insert(Decl::UserAssoc(cname.clone(), key.clone()), self.pos(item));
+            assocs_of.entry(user).or_default().insert(aname.clone());
+            cluster.users.insert(key, assoc);
         }
     }
 
@@ -933,7 +935,7 @@ impl<'a> Loader<'a> {
             }
             default_qos = Some(dq);
         }
-        Assoc { limits, qos, default_qos }
+        AssocData { limits, qos, default_qos }.into()
     }
 
     fn merge_record(

@@ -19,7 +19,7 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, Location};
@@ -45,10 +45,30 @@ pub struct Desired {
     pub clusters: BTreeMap<Name, DesiredCluster>,
     /// Warnings found while loading (sorted by location).
     pub warnings: Vec<Diagnostic>,
-    /// Where each object was declared. Keys: `qos/Q`, `cluster/C`, `cluster/C/account/A`,
-    /// `cluster/C/account/A/user/U` (plus `/partition/P` for a partition association) and
-    /// `cluster/C/user/U` (the per-user settings).
-    pub locations: BTreeMap<String, Location>,
+    /// Where each object was declared: (line, column) in `path`, see [`Desired::location`].
+    /// Structured keys and no file name per entry: a million user associations each have one.
+    pub locations: HashMap<Decl, (u32, u32)>,
+}
+
+/// A declared object, as a key of [`Desired::locations`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Decl {
+    Qos(Name),
+    Cluster(Name),
+    /// `clusters.C.accounts.A`
+    Account(Name, Name),
+    /// An entry of `clusters.C.accounts.A.users`.
+    UserAssoc(Name, UserKey),
+    /// `clusters.C.users.U` (the per-user settings).
+    User(Name, Name),
+}
+
+impl Desired {
+    /// Where `decl` was declared; the file itself (line 0) when it was not.
+    pub fn location(&self, decl: &Decl) -> Location {
+        let (line, column) = self.locations.get(decl).copied().unwrap_or((0, 0));
+        Location { file: self.path.clone(), line: line as usize, column: column as usize }
+    }
 }
 
 /// One cluster of the desired state.

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Desired, Scope};
+use super::{Decl, Desired, Scope};
 use crate::diag::{Diagnostic, Location};
 use crate::model::names::root;
 use crate::model::{AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Name, QosList, State};
@@ -22,8 +22,8 @@ pub struct Resolved {
     pub managed: BTreeMap<Name, BTreeSet<Name>>,
 }
 
-fn loc(d: &Desired, key: &str) -> Option<Location> {
-    d.locations.get(key).cloned().or_else(|| Some(Location { file: d.path.clone(), line: 0, column: 0 }))
+fn loc(d: &Desired, key: &Decl) -> Option<Location> {
+    Some(d.location(key))
 }
 
 /// Is `name` managed on a cluster, given the current tree?
@@ -65,7 +65,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         let Some(cur) = current.clusters.get(cname) else {
             errors.push(
                 Diagnostic::error("unknown-cluster", format!("cluster `{cname}` is not registered in slurmdbd"))
-                    .at_opt(loc(d, &format!("cluster/{cname}")))
+                    .at_opt(loc(d, &Decl::Cluster(cname.clone())))
                     .hint(format!("register it first (`sacctmgr -i add cluster {cname}`) or fix the name")),
             );
             continue;
@@ -96,7 +96,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                             "protected",
                             format!("account `{name}` on `{cname}` is protected but the desired state removes it"),
                         )
-                        .at_opt(loc(d, &format!("cluster/{cname}")))
+                        .at_opt(loc(d, &Decl::Cluster(cname.clone())))
                         .hint(format!("declare `{name}` under clusters.{cname}.accounts, or remove it from `protect`")),
                     );
                     items.push((name.clone(), parent.cloned(), assoc.clone()));
@@ -114,7 +114,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                     Diagnostic::error("orphaned-unmanaged", format!(
                         "account `{name}` on `{cname}` is not managed, but its parent `{p}` is removed by the desired state"
                     ))
-                    .at_opt(loc(d, &format!("cluster/{cname}")))
+                    .at_opt(loc(d, &Decl::Cluster(cname.clone())))
                     .hint(format!("declare `{p}`, or move `{name}` elsewhere first")),
                 );
             }
@@ -130,7 +130,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                     let (msg, key, hint) = match &e {
                         GraphError::MissingParent { child, parent } => (
                             format!("parent `{parent}` of account `{child}` does not exist on cluster `{cname}`"),
-                            format!("cluster/{cname}/account/{child}"),
+                            Decl::Account(cname.clone(), child.clone()),
                             format!("declare `{parent}` under clusters.{cname}.accounts or use an existing account"),
                         ),
                         GraphError::Cycle(v) => (
@@ -138,10 +138,10 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                                 "accounts on `{cname}` would form a cycle of parents: {}",
                                 v.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
                             ),
-                            format!("cluster/{cname}"),
+                            Decl::Cluster(cname.clone()),
                             "give one of them a parent outside the cycle".to_string(),
                         ),
-                        other => (other.to_string(), format!("cluster/{cname}"), "fix the account tree".to_string()),
+                        other => (other.to_string(), Decl::Cluster(cname.clone()), "fix the account tree".to_string()),
                     };
                     errors.push(Diagnostic::error("bad-tree", msg).at_opt(loc(d, &key)).hint(hint));
                 }
@@ -174,7 +174,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                                 "user `{user}` on `{cname}` has default_account `{want}` but no association with it"
                             ),
                         )
-                        .at_opt(loc(d, &format!("cluster/{cname}/user/{user}")))
+                        .at_opt(loc(d, &Decl::User(cname.clone(), (*user).clone())))
                         .hint(format!(
                             "add `{user}` to the users of `{want}`, or choose one of: {}",
                             accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
@@ -210,28 +210,30 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                             "user `{user}` on `{cname}` has default_account `{want}` but no association on the cluster"
                         ),
                     )
-                    .at_opt(loc(d, &format!("cluster/{cname}/user/{user}")))
+                    .at_opt(loc(d, &Decl::User(cname.clone(), (*user).clone())))
                     .hint(format!("add `{user}` to the users of `{want}`")),
                 );
             }
         }
         new.defaults = defaults;
         // Referenced QoS must exist.
-        let mut referenced: BTreeMap<Name, String> = BTreeMap::new();
-        let mut note = |a: &Assoc, what: String| {
-            let mut names: Vec<&Name> = a.default_qos.iter().collect();
-            if let QosList::Set(s) = &a.qos {
-                names.extend(s);
-            }
-            for n in names {
-                referenced.entry(n.clone()).or_insert_with(|| what.clone());
+        let mut referenced: BTreeMap<Name, Decl> = BTreeMap::new();
+        let mut note = |a: &Assoc, what: &dyn Fn() -> Decl| {
+            let set = match &a.qos {
+                QosList::Set(s) => Some(s),
+                _ => None,
+            };
+            for n in a.default_qos.iter().chain(set.into_iter().flatten()) {
+                if !referenced.contains_key(n) {
+                    referenced.insert(n.clone(), what());
+                }
             }
         };
         for (name, da) in &dc.accounts {
-            note(&da.assoc, format!("cluster/{cname}/account/{name}"));
+            note(&da.assoc, &|| Decl::Account(cname.clone(), name.clone()));
         }
         for (k, a) in &dc.users {
-            note(a, format!("cluster/{cname}/account/{}/user/{}", k.account, k.user));
+            note(a, &|| Decl::UserAssoc(cname.clone(), k.clone()));
         }
         for (q, key) in referenced {
             if !state.qos.contains_key(&q) {

@@ -93,12 +93,16 @@ fn full_file_loads() {
     assert_eq!(d.accounts[&n("hpc_keep")], AccountRecord::default());
     assert!(d.clusters[&n("second")].accounts[&n("hpc")].assoc.qos.is_inherit());
 
-    let loc = &d.locations["cluster/testcl/account/hpc"];
+    let loc = d.location(&Decl::Account(n("testcl"), n("hpc")));
     assert_eq!((loc.line, loc.column), (21, 7));
-    assert_eq!(d.locations["qos/paused"].line, 11);
-    assert_eq!(d.locations["cluster/testcl/user/alice"].line, 54);
-    assert_eq!(d.locations["cluster/testcl/account/hpc/user/bob/partition/gpu"].line, 40);
-    assert_eq!(d.locations["cluster/testcl/account/hpc/user/alice"].line, 39);
+    assert_eq!(loc.file, d.path);
+    assert_eq!(d.location(&Decl::Qos(n("paused"))).line, 11);
+    assert_eq!(d.location(&Decl::User(n("testcl"), n("alice"))).line, 54);
+    let bob_gpu = UserKey { account: n("hpc"), user: n("bob"), partition: Some(n("gpu")) };
+    assert_eq!(d.location(&Decl::UserAssoc(n("testcl"), bob_gpu)).line, 40);
+    let alice = UserKey { account: n("hpc"), user: n("alice"), partition: None };
+    assert_eq!(d.location(&Decl::UserAssoc(n("testcl"), alice)).line, 39);
+    assert_eq!(d.location(&Decl::Qos(n("undeclared"))).line, 0);
 
     assert_eq!(codes(&d.warnings), vec![], "the full example is clean");
 }

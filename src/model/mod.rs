@@ -8,6 +8,6 @@ pub mod values;
 
 pub use names::{Name, NameError, NameKind};
 pub use state::{
-    AccountGraph, AccountNode, AccountRecord, Assoc, ClusterState, GraphError, Limits, Qos, State, UserKey,
+    AccountGraph, AccountNode, AccountRecord, Assoc, AssocData, ClusterState, GraphError, Limits, Qos, State, UserKey,
 };
 pub use values::{Fairshare, QosList, Tres};

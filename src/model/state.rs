@@ -41,9 +41,53 @@ pub struct Limits {
     pub max_wall: Option<u64>,
 }
 
-/// What is explicitly set on one association (account row or user row).
+/// What is explicitly set on one association (account row or user row), shared.
+///
+/// Why shared: a site holds up to a million user associations and nearly all of them set
+/// nothing, while every state (current, desired, the planner's model) holds a copy of each.
+/// `Assoc` is a cheap handle to an immutable [`AssocData`]; every empty association points at
+/// one shared value, and writing through `DerefMut` copies on write. Reads see the fields
+/// directly (`assoc.limits`, `assoc.qos`).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Assoc(std::sync::Arc<AssocData>);
+
+static EMPTY_ASSOC: std::sync::LazyLock<std::sync::Arc<AssocData>> = std::sync::LazyLock::new(Default::default);
+
+impl Default for Assoc {
+    fn default() -> Assoc {
+        Assoc(EMPTY_ASSOC.clone())
+    }
+}
+
+impl From<AssocData> for Assoc {
+    fn from(d: AssocData) -> Assoc {
+        if d == **EMPTY_ASSOC { Assoc::default() } else { Assoc(std::sync::Arc::new(d)) }
+    }
+}
+
+impl std::ops::Deref for Assoc {
+    type Target = AssocData;
+    fn deref(&self) -> &AssocData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Assoc {
+    fn deref_mut(&mut self) -> &mut AssocData {
+        std::sync::Arc::make_mut(&mut self.0)
+    }
+}
+
+impl std::fmt::Debug for Assoc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The fields of an [`Assoc`].
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Assoc {
+pub struct AssocData {
     #[serde(flatten)]
     pub limits: Limits,
     #[serde(default)]

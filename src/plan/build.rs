@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diff::{Change, user_key_label};
-use crate::model::{AccountRecord, Assoc, ClusterState, Name, QosList, State, UserKey};
+use crate::model::{AccountRecord, Assoc, AssocData, ClusterState, Name, QosList, State, UserKey};
 use crate::sacctmgr::command::{AssocSet, Command, QosSet};
 use crate::sacctmgr::sim::{self, Sim};
 
@@ -255,7 +255,7 @@ fn creation_limits(l: &crate::model::Limits) -> crate::model::Limits {
 }
 
 fn without_qos(a: &Assoc) -> Assoc {
-    Assoc { limits: a.limits.clone(), qos: QosList::Inherit, default_qos: None }
+    AssocData { limits: a.limits.clone(), qos: QosList::Inherit, default_qos: None }.into()
 }
 
 fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &State) -> Result<(), PlanError> {

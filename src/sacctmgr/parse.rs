@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use crate::diag::{Diagnostic, Location};
 use crate::model::names::{Name, NameKind};
 use crate::model::values::{self, Fairshare, QosList, Tres};
-use crate::model::{AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Limits, Qos, State, UserKey};
+use crate::model::{
+    AccountGraph, AccountRecord, Assoc, AssocData, ClusterState, GraphError, Limits, Qos, State, UserKey,
+};
 
 use super::reads;
 
@@ -370,7 +372,7 @@ pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<D
             user,
             partition,
             parent,
-            assoc: Assoc { limits, qos, default_qos },
+            assoc: AssocData { limits, qos, default_qos }.into(),
         });
     }
     (out, diags)

@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::command::Command;
-use crate::model::{Assoc, ClusterState, Name, Qos, State, UserKey, names::root};
+use crate::model::{Assoc, AssocData, ClusterState, Name, Qos, State, UserKey, names::root};
 
 /// Why a command would break a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,7 +45,7 @@ impl Sim {
         }
     }
 
-    fn check_qos_exist(&self, a: &Assoc) -> Result<(), SimError> {
+    fn check_qos_exist(&self, a: &AssocData) -> Result<(), SimError> {
         let mut names: Vec<&Name> = Vec::new();
         match &a.qos {
             crate::model::QosList::Inherit => {}
@@ -142,7 +142,7 @@ impl Sim {
                 for n in names {
                     check_subtree(c, n)?;
                 }
-                let probe = Assoc {
+                let probe = AssocData {
                     qos: set.qos.clone().unwrap_or_default(),
                     default_qos: set.default_qos.clone().flatten(),
                     ..Default::default()
@@ -219,7 +219,7 @@ impl Sim {
                     }
                 }
                 check_users(c, account, users)?;
-                let probe = Assoc {
+                let probe = AssocData {
                     qos: set.qos.clone().unwrap_or_default(),
                     default_qos: set.default_qos.clone().flatten(),
                     ..Default::default()

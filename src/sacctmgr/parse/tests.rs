@@ -346,22 +346,24 @@ fn assoc() -> impl Strategy<Value = Assoc> {
                 (max_jobs, max_submit_jobs, max_tres, max_tres_mins, max_wall),
                 qos,
                 default_qos,
-            )| Assoc {
-                limits: Limits {
-                    fairshare,
-                    grp_jobs,
-                    grp_submit_jobs,
-                    grp_tres,
-                    grp_tres_mins,
-                    grp_wall,
-                    max_jobs,
-                    max_submit_jobs,
-                    max_tres,
-                    max_tres_mins,
-                    max_wall,
-                },
-                qos,
-                default_qos,
+            )| {
+                Assoc::from(AssocData {
+                    limits: Limits {
+                        fairshare,
+                        grp_jobs,
+                        grp_submit_jobs,
+                        grp_tres,
+                        grp_tres_mins,
+                        grp_wall,
+                        max_jobs,
+                        max_submit_jobs,
+                        max_tres,
+                        max_tres_mins,
+                        max_wall,
+                    },
+                    qos,
+                    default_qos,
+                })
             },
         )
 }
