@@ -118,7 +118,12 @@ pub fn read_state(g: &Global, dir: Option<&Path>, progress: bool) -> Result<Stat
 }
 
 pub fn load_desired(path: &Path) -> Result<desired::Desired, Failure> {
-    match desired::load_file(path) {
+    report_desired(path, desired::load_file(path))
+}
+
+/// Print the loader's warnings (or errors, then fail).
+fn report_desired(path: &Path, loaded: Result<desired::Desired, Vec<Diagnostic>>) -> Result<desired::Desired, Failure> {
+    match loaded {
         Ok(d) => {
             let mut w = d.warnings.clone();
             print_diags(&mut w);
@@ -240,11 +245,20 @@ pub fn build_plan(
     targets: &[String],
 ) -> Result<(Plan, State), Failure> {
     let mut t = Timings::start();
-    let mut d = load_desired(desired_path)?;
+    // The desired file and the current state are independent: read them on two threads.
+    let (loaded, current) = std::thread::scope(|s| {
+        let desired = s.spawn(|| {
+            let started = std::time::Instant::now();
+            (desired::load_file(desired_path), started.elapsed())
+        });
+        let current = current_state(g, state_dir);
+        t.mark("read current state (in parallel with the next)");
+        (desired.join().expect("the desired-state loader does not panic"), current)
+    });
+    t.note("load desired", loaded.1);
+    let mut d = report_desired(desired_path, loaded.0)?;
     select_clusters(g, &mut d)?;
-    t.mark("load desired");
-    let current = current_state(g, state_dir)?;
-    t.mark("read current state");
+    let current = current?;
     let resolved = resolve(&d, &current)?;
     t.mark("resolve");
     let partial = match targets {
@@ -395,5 +409,11 @@ impl Timings {
             eprintln!("timing: {what}: {:.3} s", self.last.elapsed().as_secs_f64());
         }
         self.last = std::time::Instant::now();
+    }
+    /// Report a duration measured elsewhere (another thread).
+    pub fn note(&self, what: &str, took: std::time::Duration) {
+        if self.on {
+            eprintln!("timing: {what}: {:.3} s", took.as_secs_f64());
+        }
     }
 }

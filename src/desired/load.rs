@@ -4,13 +4,13 @@
 //! Pure: text in, `Desired` or diagnostics out. It must not run sacctmgr, spawn processes,
 //! print, or read files (the caller hands it the text).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 
 use super::tree::{self, Node};
-use super::{Decl, Desired, DesiredAccount, DesiredCluster, Scope};
+use super::{Decl, Desired, DesiredAccount, DesiredCluster, Locations, Scope};
 use crate::diag::{self, Diagnostic, Location};
 use crate::model::fingerprint::hash_bytes;
 use crate::model::names::{self, Name, NameKind};
@@ -450,7 +450,7 @@ impl<'a> Loader<'a> {
             accounts: BTreeMap::new(),
             clusters: BTreeMap::new(),
             warnings: Vec::new(),
-            locations: HashMap::new(),
+            locations: Default::default(),
         };
         if !matches!(root.value, Node::Map(_)) {
             let found = root.value.kind();
@@ -651,7 +651,7 @@ impl<'a> Loader<'a> {
         cname: &Name,
         node: &SNode,
         records: &mut BTreeMap<Name, RecordSeen>,
-        locations: &mut HashMap<Decl, (u32, u32)>,
+        locations: &mut Locations,
     ) -> DesiredCluster {
         let what = format!("clusters.{cname}");
         let f = self.fields(node, &what, CLUSTER_KEYS);
@@ -660,6 +660,8 @@ impl<'a> Loader<'a> {
         let mut declared: BTreeMap<Name, (&SNode, Option<&SNode>)> = BTreeMap::new();
         // user -> accounts with an association
         let mut assocs_of: BTreeMap<Name, BTreeSet<Name>> = BTreeMap::new();
+        // Every declared user association, in file order (one sorted bulk build below).
+        let mut user_assocs: Vec<(UserKey, Assoc)> = Vec::new();
 
         if let Some(accts) = f.get("accounts") {
             for e in self.entries(accts, &format!("{what}.accounts")) {
@@ -706,10 +708,12 @@ impl<'a> Loader<'a> {
                 cluster.accounts.insert(aname.clone(), DesiredAccount { parent, assoc });
 
                 if let Some(users) = af.get("users") {
-                    self.account_users(cname, &aname, users, &awhat, &mut cluster, &mut assocs_of, locations);
+                    self.account_users(cname, &aname, users, &awhat, &mut user_assocs, &mut assocs_of, locations);
                 }
             }
         }
+
+        cluster.users = user_assocs.into_iter().collect();
 
         // Parents: declared here, root, or (warning) expected on the cluster already.
         for (aname, (_, parent_node)) in &declared {
@@ -795,9 +799,9 @@ impl<'a> Loader<'a> {
         aname: &Name,
         node: &SNode,
         awhat: &str,
-        cluster: &mut DesiredCluster,
+        user_assocs: &mut Vec<(UserKey, Assoc)>,
         assocs_of: &mut BTreeMap<Name, BTreeSet<Name>>,
-        locations: &mut HashMap<Decl, (u32, u32)>,
+        locations: &mut Locations,
     ) {
         let what = format!("{awhat}.users");
         let Node::Seq(items) = &node.value else {
@@ -862,7 +866,7 @@ impl<'a> Loader<'a> {
             let key = UserKey { account: aname.clone(), user: user.clone(), partition };
             locations.insert(Decl::UserAssoc(cname.clone(), key.clone()), self.pos(item));
             assocs_of.entry(user).or_default().insert(aname.clone());
-            cluster.users.insert(key, assoc);
+            user_assocs.push((key, assoc));
         }
     }
 

@@ -149,15 +149,14 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             }
         };
         // Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones.
-        let mut users = BTreeMap::new();
-        for (k, a) in &cur.users {
-            if !managed.contains(&k.account) {
-                users.insert(k.clone(), a.clone());
-            }
-        }
-        for (k, a) in &dc.users {
-            users.insert(k.clone(), a.clone());
-        }
+        // Both sources are sorted and disjoint (declared accounts are managed): one bulk build.
+        let users: BTreeMap<_, _> = cur
+            .users
+            .iter()
+            .filter(|(k, _)| !managed.contains(&k.account))
+            .chain(&dc.users)
+            .map(|(k, a)| (k.clone(), a.clone()))
+            .collect();
         let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
         // DefaultAccounts: declared, else current if still associated, else the first remaining.
         let index = new.user_index();

@@ -153,7 +153,30 @@ impl std::borrow::Borrow<str> for Name {
 thread_local! {
     /// Every distinct name parsed on this thread, shared: a million associations name ~250k
     /// distinct users and accounts, so storing each once keeps states small and clones cheap.
-    static NAMES: std::cell::RefCell<std::collections::HashSet<std::sync::Arc<str>>> = Default::default();
+    static NAMES: std::cell::RefCell<std::collections::HashSet<std::sync::Arc<str>, Fnv>> = Default::default();
+}
+
+/// FNV-1a: the interner hashes a few million short names per large plan, where SipHash's
+/// flooding resistance buys nothing (the input is the admin's own file and sacctmgr output).
+type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+
+struct FnvHasher(u64);
+
+impl Default for FnvHasher {
+    fn default() -> FnvHasher {
+        FnvHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for FnvHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 fn intern(s: &str) -> std::sync::Arc<str> {

@@ -131,12 +131,26 @@ fn error(src: &Source, line: usize, message: impl Into<String>) -> Diagnostic {
 pub fn parse_rows<'a>(src: &'a Source, columns: &[&str], free_text_last: bool) -> (Vec<Row<'a>>, Vec<Diagnostic>) {
     let mut rows = Vec::new();
     let mut diags = Vec::new();
+    for_each_row(src, columns, free_text_last, &mut diags, |row, _| rows.push(row.clone()));
+    (rows, diags)
+}
+
+/// [`parse_rows`] one row at a time (one buffer for the cells): the association read has a
+/// million rows, and holding them all split at once would cost hundreds of MB.
+pub fn for_each_row<'a>(
+    src: &'a Source,
+    columns: &[&str],
+    free_text_last: bool,
+    diags: &mut Vec<Diagnostic>,
+    mut f: impl FnMut(&Row<'a>, &mut Vec<Diagnostic>),
+) {
     let n = columns.len().max(1);
     let text = src.text.strip_suffix('\n').unwrap_or(&src.text);
     let text = text.strip_suffix('\r').unwrap_or(text);
     if text.is_empty() {
-        return (rows, diags);
+        return;
     }
+    let mut row = Row { line: 0, cells: Vec::with_capacity(n) };
     for (i, line) in text.split('\n').enumerate() {
         let lineno = i + 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -144,8 +158,13 @@ pub fn parse_rows<'a>(src: &'a Source, columns: &[&str], free_text_last: bool) -
             diags.push(error(src, lineno, "empty line in sacctmgr output"));
             continue;
         }
-        let cells: Vec<&str> = if free_text_last { line.splitn(n, '|').collect() } else { line.split('|').collect() };
-        if cells.len() != n {
+        row.cells.clear();
+        if free_text_last {
+            row.cells.extend(line.splitn(n, '|'));
+        } else {
+            row.cells.extend(line.split('|'));
+        }
+        if row.cells.len() != n {
             let found = line.split('|').count();
             diags.push(
                 error(src, lineno, format!("expected {n} fields ({}), found {found}", columns.join("|")))
@@ -153,9 +172,9 @@ pub fn parse_rows<'a>(src: &'a Source, columns: &[&str], free_text_last: bool) -
             );
             continue;
         }
-        rows.push(Row { line: lineno, cells });
+        row.line = lineno;
+        f(&row, diags);
     }
-    (rows, diags)
 }
 
 /// A name as sacctmgr prints it: already lower-cased (users may keep case: PreserveCaseUser).
@@ -284,14 +303,14 @@ pub struct AssocRow {
 /// [`ASSOC_COLUMNS`], missing ones read as empty). The snapshot uses [`ASSOC_COLUMNS`]; other
 /// orders exist for reading real outputs taken with a different `format=`.
 pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<Diagnostic>) {
-    let (rows, mut diags) = parse_rows(src, columns, false);
+    let mut diags = Vec::new();
     if let Some(bad) = columns.iter().find(|c| !ASSOC_COLUMNS.iter().any(|k| k.eq_ignore_ascii_case(c))) {
         diags.push(error(src, 0, format!("unknown association column `{bad}`")));
         return (Vec::new(), diags);
     }
     let mut out = Vec::new();
-    for row in &rows {
-        let mut c = Cells { src, row, columns, diags: &mut diags };
+    for_each_row(src, columns, false, &mut diags, |row, diags| {
+        let mut c = Cells { src, row, columns, diags };
         let cluster = c.name("Cluster", NameKind::Cluster);
         let account = c.name("Account", NameKind::Account);
         let user = c.get("User", |s| opt_name(s, NameKind::User));
@@ -350,7 +369,7 @@ pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<D
             default_qos,
         )
         else {
-            continue;
+            return;
         };
         let limits = Limits {
             fairshare,
@@ -374,7 +393,7 @@ pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<D
             parent,
             assoc: AssocData { limits, qos, default_qos }.into(),
         });
-    }
+    });
     (out, diags)
 }
 
@@ -404,8 +423,9 @@ pub fn build_clusters(
     struct Pending {
         accounts: Vec<(Name, Option<Name>, Assoc)>,
         lines: HashMap<Name, usize>,
-        users: BTreeMap<UserKey, Assoc>,
-        user_rows: Vec<(usize, Name)>,
+        /// (key, line, assoc) in file order; sorted and checked for duplicates at the end
+        /// (a sorted bulk build is much cheaper than a million inserts).
+        users: Vec<(UserKey, usize, Assoc)>,
     }
     let mut per: BTreeMap<Name, Pending> = BTreeMap::new();
     let mut unknown: BTreeSet<Name> = BTreeSet::new();
@@ -422,8 +442,7 @@ pub fn build_clusters(
         let p = per.entry(row.cluster.clone()).or_insert_with(|| Pending {
             accounts: Vec::new(),
             lines: HashMap::new(),
-            users: BTreeMap::new(),
-            user_rows: Vec::new(),
+            users: Vec::new(),
         });
         match row.user {
             None => {
@@ -479,39 +498,42 @@ pub fn build_clusters(
                     continue;
                 }
                 let key = UserKey { account: row.account, user, partition: row.partition };
-                if p.users.contains_key(&key) {
-                    diags.push(error(
-                        src,
-                        row.line,
-                        format!(
-                            "field User: user association ({}, {}, {:?}) is listed twice",
-                            key.user,
-                            key.account,
-                            key.partition.as_ref().map(Name::as_str)
-                        ),
-                    ));
-                    continue;
-                }
-                p.user_rows.push((row.line, key.account.clone()));
-                p.users.insert(key, row.assoc);
+                p.users.push((key, row.line, row.assoc));
             }
         }
     }
     let mut out = BTreeMap::new();
     for cluster in clusters {
-        let Some(p) = per.remove(cluster) else {
+        let Some(mut p) = per.remove(cluster) else {
             out.insert(cluster.clone(), ClusterState::default());
             continue;
         };
-        for (line, account) in &p.user_rows {
-            if !p.lines.contains_key(account) {
+        p.users.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut users: Vec<(UserKey, Assoc)> = Vec::with_capacity(p.users.len());
+        for (key, line, assoc) in p.users {
+            if users.last().is_some_and(|(last, _)| last == &key) {
                 diags.push(error(
                     src,
-                    *line,
-                    format!("field Account: user association under account `{account}`, which has no account row on cluster `{cluster}`"),
+                    line,
+                    format!(
+                        "field User: user association ({}, {}, {:?}) is listed twice",
+                        key.user,
+                        key.account,
+                        key.partition.as_ref().map(Name::as_str)
+                    ),
+                ));
+                continue;
+            }
+            if !p.lines.contains_key(&key.account) {
+                diags.push(error(
+                    src,
+                    line,
+                    format!("field Account: user association under account `{}`, which has no account row on cluster `{cluster}`", key.account),
                 ));
             }
+            users.push((key, assoc));
         }
+        let users: BTreeMap<UserKey, Assoc> = users.into_iter().collect();
         let line_of = |n: &Name| p.lines.get(n).copied().unwrap_or(0);
         let accounts = match AccountGraph::build(p.accounts.clone()) {
             Ok(g) => g,
@@ -527,7 +549,7 @@ pub fn build_clusters(
                 AccountGraph::default()
             }
         };
-        out.insert(cluster.clone(), ClusterState { accounts, users: p.users, defaults: BTreeMap::new() });
+        out.insert(cluster.clone(), ClusterState { accounts, users, defaults: BTreeMap::new() });
     }
     (out, diags)
 }
