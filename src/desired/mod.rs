@@ -49,6 +49,9 @@ pub struct Desired {
     pub locations: Locations,
 }
 
+/// 1-based (line, column) in the desired file.
+pub type LineColumn = (u32, u32);
+
 /// (line, column) in `Desired::path` of each declared object.
 ///
 /// Why two stores: a site declares up to a million user associations and their locations are
@@ -57,8 +60,8 @@ pub struct Desired {
 /// 150 bytes each with its spare capacity). Everything else is in the map.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Locations {
-    pub(crate) decls: HashMap<Decl, (u32, u32)>,
-    pub(crate) user_assocs: BTreeMap<Name, Vec<(UserKey, (u32, u32))>>,
+    pub(crate) decls: HashMap<Decl, LineColumn>,
+    pub(crate) user_assocs: BTreeMap<Name, Vec<(UserKey, LineColumn)>>,
 }
 
 impl Locations {
