@@ -7,17 +7,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
+use serde_saphyr::{MessageFormatter, UserMessageFormatter};
 
-use super::tree::{self, Node};
+use super::tree::{self, Node, SNode};
 use super::{Decl, Desired, DesiredAccount, DesiredCluster, Locations, Scope};
 use crate::diag::{self, Diagnostic, Location};
 use crate::model::fingerprint::hash_bytes;
 use crate::model::names::{self, Name, NameKind};
 use crate::model::values::{self, Fairshare, QosList, Tres};
 use crate::model::{AccountRecord, Assoc, AssocData, Limits, Qos, UserKey};
-
-type SNode = Spanned<Node>;
 
 const TOP_KEYS: &[&str] = &["version", "settings", "managed", "protect", "qos", "clusters"];
 const SETTINGS_KEYS: &[&str] = &["preserve_user_case"];
@@ -112,11 +110,10 @@ impl<'a> Loader<'a> {
     }
     /// (line, column) of a node, for `Desired::locations`.
     fn pos(&self, node: &SNode) -> (u32, u32) {
-        let n = |v| u32::try_from(v).unwrap_or(u32::MAX);
-        (n(node.referenced.line()), n(node.referenced.column()))
+        (node.line, node.column)
     }
     fn at(&self, node: &SNode) -> Location {
-        self.location(node.referenced)
+        Location { file: self.file.to_path_buf(), line: node.line as usize, column: node.column as usize }
     }
     fn file_location(&self) -> Location {
         Location { file: self.file.to_path_buf(), line: 0, column: 0 }
@@ -966,13 +963,12 @@ impl<'a> Loader<'a> {
                 Some(_) => {}
                 None => {
                     *slot = Some(value);
-                    *from = Some((cname.clone(), node.referenced));
+                    *from = Some((cname.clone(), node.line));
                 }
             }
         }
         for (field, value, old, from, node) in conflicts {
-            let (other_cluster, other_loc) = from.expect("set together with the value");
-            let line = other_loc.line();
+            let (other_cluster, line) = from.expect("set together with the value");
             self.error(
                 "account-record-conflict",
                 node,
@@ -1024,13 +1020,13 @@ impl<'a> Loader<'a> {
 #[derive(Default)]
 struct RecordSeen {
     record: AccountRecord,
-    description_from: Option<(Name, serde_saphyr::Location)>,
-    organization_from: Option<(Name, serde_saphyr::Location)>,
+    description_from: Option<(Name, u32)>,
+    organization_from: Option<(Name, u32)>,
 }
 
 /// Hint for a name declared twice: where the first one is, and a note when only case differs.
 fn merge_hint(first: &SNode, text: &str) -> String {
-    let line = first.referenced.line();
+    let line = first.line;
     match first.value.scalar_text() {
         Some(t) if t != text => {
             format!("merge it with `{t}` at line {line}; sacctmgr names are case-insensitive")

@@ -1,11 +1,22 @@
 //! A loose YAML tree with a source location on every node, for the desired-state loader.
 //!
-//! serde-saphyr parses the text into [`Node`]s (mappings keep every entry, duplicates included,
+//! [`parse`] turns the text into [`SNode`]s (mappings keep every entry, duplicates included,
 //! in file order) so that `load` can walk the whole document and report every problem at once
 //! instead of stopping at serde's first error. No I/O, no printing, no sacctmgr.
+//!
+//! Two builders, one result. serde-saphyr is the reference: it implements all of YAML the
+//! loader accepts (anchors, aliases, merge keys, tags) and gives the error messages. It costs
+//! about 3 s and several hundred MB on a million-association file, so documents made only of
+//! plain YAML (no anchors, aliases, tags or merge keys: what generators and most people write)
+//! are built straight from granit-parser's events (the parser serde-saphyr itself uses), about
+//! five times faster. Anything else, and any syntax error, goes to serde-saphyr. Plain scalars
+//! are typed the way serde-saphyr types them: common forms here, any other one by asking
+//! serde-saphyr about that scalar alone. `tests::both_builders_agree` holds them together.
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
+use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
+use std::borrow::Cow;
 use std::fmt;
 
 /// One YAML node.
@@ -16,9 +27,17 @@ pub enum Node {
     Int(i128),
     Float(f64),
     Str(String),
-    Seq(Vec<Spanned<Node>>),
+    Seq(Vec<SNode>),
     /// Entries in file order; duplicate keys are kept (the loader reports them).
-    Map(Vec<(Spanned<Node>, Spanned<Node>)>),
+    Map(Vec<(SNode, SNode)>),
+}
+
+/// A node and where it starts (1-based line and column; for a collection, its first entry).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SNode {
+    pub value: Node,
+    pub line: u32,
+    pub column: u32,
 }
 
 impl Node {
@@ -47,81 +66,16 @@ impl Node {
     }
 }
 
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Node, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
+/// Parse `text` into a located tree. Duplicate keys are passed through; the caller reports them.
+pub fn parse(text: &str) -> Result<SNode, serde_saphyr::Error> {
+    match fast::build(text) {
+        Some(root) => Ok(root),
+        None => parse_with_serde(text),
     }
 }
 
-struct NodeVisitor;
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any YAML value")
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
-        Ok(Node::Bool(v))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
-        Ok(Node::Int(v.into()))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
-        Ok(Node::Int(v.into()))
-    }
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Node, E> {
-        Ok(Node::Int(v))
-    }
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Node, E> {
-        Ok(i128::try_from(v).map(Node::Int).unwrap_or(Node::Float(v as f64)))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
-        Ok(Node::Float(v))
-    }
-    fn visit_char<E: de::Error>(self, v: char) -> Result<Node, E> {
-        Ok(Node::Str(v.to_string()))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
-        Ok(Node::Str(v.to_string()))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
-        Ok(Node::Str(v))
-    }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Node, E> {
-        Ok(Node::Str(String::from_utf8_lossy(v).into_owned()))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Null)
-    }
-    fn visit_none<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Null)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
-        Node::deserialize(d)
-    }
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
-        Node::deserialize(d)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-        let mut v = Vec::new();
-        while let Some(item) = seq.next_element::<Spanned<Node>>()? {
-            v.push(item);
-        }
-        Ok(Node::Seq(v))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-        let mut v = Vec::new();
-        while let Some(k) = map.next_key::<Spanned<Node>>()? {
-            let val = map.next_value::<Spanned<Node>>()?;
-            v.push((k, val));
-        }
-        Ok(Node::Map(v))
-    }
-}
-
-/// Parse `text` into a spanned tree. Duplicate keys are passed through; the caller reports them.
-pub fn parse(text: &str) -> Result<Spanned<Node>, serde_saphyr::Error> {
+/// The reference builder (see the module comment).
+fn parse_with_serde(text: &str) -> Result<SNode, serde_saphyr::Error> {
     let mut options = serde_saphyr::Options::default();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
     options.with_snippet = false;
@@ -133,25 +87,336 @@ pub fn parse(text: &str) -> Result<Spanned<Node>, serde_saphyr::Error> {
     budget.max_total_scalar_bytes = 4 << 30;
     budget.max_reader_input_bytes = Some(4 << 30);
     options.budget = Some(budget);
-    serde_saphyr::from_str_with_options(text, options)
+    let tree: Spanned<SerdeNode> = serde_saphyr::from_str_with_options(text, options)?;
+    Ok(SerdeNode::located(tree))
+}
+
+/// The tree as serde-saphyr delivers it (with its own location type).
+enum SerdeNode {
+    Scalar(Node),
+    Seq(Vec<Spanned<SerdeNode>>),
+    Map(Vec<(Spanned<SerdeNode>, Spanned<SerdeNode>)>),
+}
+
+impl SerdeNode {
+    fn located(s: Spanned<SerdeNode>) -> SNode {
+        let n = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let (line, column) = (n(s.referenced.line()), n(s.referenced.column()));
+        let value = match s.value {
+            SerdeNode::Scalar(v) => v,
+            SerdeNode::Seq(items) => Node::Seq(items.into_iter().map(SerdeNode::located).collect()),
+            SerdeNode::Map(entries) => {
+                Node::Map(entries.into_iter().map(|(k, v)| (SerdeNode::located(k), SerdeNode::located(v))).collect())
+            }
+        };
+        SNode { value, line, column }
+    }
+}
+
+impl<'de> Deserialize<'de> for SerdeNode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SerdeNode, D::Error> {
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = SerdeNode;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Int(v.into())))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Int(v.into())))
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Int(v)))
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(i128::try_from(v).map(Node::Int).unwrap_or(Node::Float(v as f64))))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Float(v)))
+    }
+    fn visit_char<E: de::Error>(self, v: char) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Str(v.to_string())))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Str(v.to_string())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Str(v)))
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Str(String::from_utf8_lossy(v).into_owned())))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<SerdeNode, E> {
+        Ok(SerdeNode::Scalar(Node::Null))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<SerdeNode, D::Error> {
+        SerdeNode::deserialize(d)
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<SerdeNode, D::Error> {
+        SerdeNode::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SerdeNode, A::Error> {
+        let mut v = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<SerdeNode>>()? {
+            v.push(item);
+        }
+        Ok(SerdeNode::Seq(v))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SerdeNode, A::Error> {
+        let mut v = Vec::new();
+        while let Some(k) = map.next_key::<Spanned<SerdeNode>>()? {
+            let val = map.next_value::<Spanned<SerdeNode>>()?;
+            v.push((k, val));
+        }
+        Ok(SerdeNode::Map(v))
+    }
+}
+
+/// The fast builder (see the module comment). `None` = leave this document to serde-saphyr.
+mod fast {
+    use super::*;
+
+    /// Deeper documents go to serde-saphyr, which enforces its own depth budget.
+    const MAX_DEPTH: usize = 64;
+
+    enum Open {
+        Seq(SNode),
+        /// The mapping, and a key waiting for its value.
+        Map(SNode, Option<SNode>),
+    }
+
+    pub(super) fn build(text: &str) -> Option<SNode> {
+        let mut parser = Parser::new_from_str(text);
+        let mut stack: Vec<Open> = Vec::new();
+        let mut root: Option<SNode> = None;
+        let mut documents = 0;
+        while let Some(next) = parser.next_event() {
+            let (event, span) = next.ok()?;
+            let line = u32::try_from(span.start.line()).ok()?;
+            let column = u32::try_from(span.start.col() + 1).ok()?;
+            let at = |value| SNode { value, line, column };
+            let done = match event {
+                Event::StreamStart | Event::DocumentEnd => continue,
+                Event::StreamEnd => break,
+                Event::DocumentStart(..) => {
+                    documents += 1;
+                    if documents > 1 {
+                        return None;
+                    }
+                    continue;
+                }
+                Event::Scalar(value, style, anchor, tag) => {
+                    if anchor != 0 || tag.is_some() {
+                        return None;
+                    }
+                    at(scalar(value, style)?)
+                }
+                Event::SequenceStart(_, anchor, ref tag) | Event::MappingStart(_, anchor, ref tag) => {
+                    if anchor != 0 || tag.is_some() || stack.len() >= MAX_DEPTH {
+                        return None;
+                    }
+                    stack.push(match event {
+                        Event::SequenceStart(..) => Open::Seq(at(Node::Seq(Vec::new()))),
+                        _ => Open::Map(at(Node::Map(Vec::new())), None),
+                    });
+                    continue;
+                }
+                Event::SequenceEnd | Event::MappingEnd => match stack.pop()? {
+                    Open::Seq(node) | Open::Map(node, None) => node,
+                    Open::Map(_, Some(_)) => return None,
+                },
+                // Aliases, and anything this builder does not know.
+                _ => return None,
+            };
+            match stack.last_mut() {
+                None => root = Some(done),
+                Some(Open::Seq(SNode { value: Node::Seq(items), .. })) => items.push(done),
+                Some(Open::Map(_, key @ None)) => {
+                    if matches!(&done.value, Node::Str(k) if k == "<<") {
+                        return None; // a merge key
+                    }
+                    *key = Some(done);
+                }
+                Some(Open::Map(SNode { value: Node::Map(entries), .. }, key @ Some(_))) => {
+                    entries.push((key.take()?, done));
+                }
+                Some(_) => return None,
+            }
+        }
+        // An empty document is null, as serde-saphyr reads it.
+        if !stack.is_empty() {
+            return None;
+        }
+        Some(root.unwrap_or(SNode { value: Node::Null, line: 1, column: 1 }))
+    }
+
+    /// Type a scalar as serde-saphyr's untyped deserialisation does. `None` = cannot tell.
+    fn scalar(value: Cow<'_, str>, style: ScalarStyle) -> Option<Node> {
+        if style != ScalarStyle::Plain {
+            return Some(Node::Str(value.into_owned()));
+        }
+        let t: &str = &value;
+        let first = t.bytes().next();
+        match t {
+            "" | "~" | "null" | "Null" | "NULL" => return Some(Node::Null),
+            "true" | "True" | "TRUE" => return Some(Node::Bool(true)),
+            "false" | "False" | "FALSE" => return Some(Node::Bool(false)),
+            _ => {}
+        }
+        // A name or a word: starts with a letter, and no spelling YAML or Rust's number parsers
+        // give a meaning (yes/no/on/off/y/n are YAML 1.1 booleans; inf/nan floats).
+        if first.is_some_and(|b| b.is_ascii_alphabetic()) && !t.contains(|c: char| c.is_whitespace()) {
+            let lower = t.to_ascii_lowercase();
+            let special = matches!(
+                lower.as_str(),
+                "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null" | "inf" | "infinity" | "nan"
+            );
+            if !special {
+                return Some(Node::Str(value.into_owned()));
+            }
+        }
+        // A plain decimal count without a leading zero.
+        if first.is_some_and(|b| b.is_ascii_digit())
+            && t.bytes().all(|b| b.is_ascii_digit())
+            && (t.len() == 1 || first != Some(b'0'))
+            && let Ok(n) = t.parse::<u64>()
+        {
+            return Some(Node::Int(n.into()));
+        }
+        // Anything else: ask the reference about this scalar alone.
+        match super::parse_with_serde(t).ok()?.value {
+            v @ (Node::Null | Node::Bool(_) | Node::Int(_) | Node::Float(_) | Node::Str(_)) => Some(v),
+            Node::Seq(_) | Node::Map(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn at(n: &SNode) -> (u32, u32) {
+        (n.line, n.column)
+    }
+
     #[test]
     fn keeps_locations_and_duplicates() {
-        let t = parse("a: 1\nb:\n  - x\n  - {c: d}\na: 2.5\n").unwrap();
-        let Node::Map(m) = &t.value else { panic!("{t:?}") };
-        assert_eq!(m.len(), 3);
-        assert_eq!((m[0].0.referenced.line(), m[0].0.referenced.column()), (1, 1));
-        assert_eq!(m[0].1.value, Node::Int(1));
-        assert_eq!((m[1].1.referenced.line(), m[1].1.referenced.column()), (3, 3));
-        assert_eq!((m[2].0.referenced.line(), m[2].0.referenced.column()), (5, 1));
-        let Node::Seq(s) = &m[1].1.value else { panic!() };
-        assert_eq!((s[1].referenced.line(), s[1].referenced.column()), (4, 5));
-        let Node::Map(inner) = &s[1].value else { panic!() };
-        assert_eq!((inner[0].0.referenced.line(), inner[0].0.referenced.column()), (4, 6));
+        let text = "a: 1\nb:\n  - x\n  - {c: d}\na: 2.5\n";
+        for t in [parse(text).unwrap(), parse_with_serde(text).unwrap()] {
+            let Node::Map(m) = &t.value else { panic!("{t:?}") };
+            assert_eq!(m.len(), 3);
+            assert_eq!(at(&m[0].0), (1, 1));
+            assert_eq!(m[0].1.value, Node::Int(1));
+            assert_eq!(at(&m[1].1), (3, 3));
+            assert_eq!(at(&m[2].0), (5, 1));
+            assert_eq!(m[2].1.value, Node::Float(2.5));
+            let Node::Seq(s) = &m[1].1.value else { panic!() };
+            assert_eq!(at(&s[1]), (4, 5));
+            let Node::Map(inner) = &s[1].value else { panic!() };
+            assert_eq!(at(&inner[0].0), (4, 6));
+        }
+    }
+
+    /// Every YAML file the project ships or tests with, plus scalar spellings YAML types in
+    /// surprising ways: the fast builder gives exactly serde-saphyr's tree, or declines.
+    #[test]
+    fn both_builders_agree() {
+        let mut texts: Vec<(String, String)> = Vec::new();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut dirs = vec![root.join("examples"), root.join("tests/data")];
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                    texts.push((p.display().to_string(), std::fs::read_to_string(&p).unwrap()));
+                }
+            }
+        }
+        assert!(texts.len() >= 5, "found {} YAML files", texts.len());
+        let scalars = [
+            "x",
+            "yes",
+            "No",
+            "ON",
+            "off",
+            "y",
+            "N",
+            "true",
+            "False",
+            "TRUE",
+            "null",
+            "Null",
+            "~",
+            "",
+            "0",
+            "7",
+            "007",
+            "0x1F",
+            "0o17",
+            "0b11",
+            "1_000",
+            "-3",
+            "+4",
+            "1.5",
+            "1e3",
+            ".inf",
+            "-.inf",
+            ".nan",
+            "inf",
+            "NaN",
+            "1-00:00:00",
+            "12:30",
+            "2026-01-01",
+            "a b",
+            "Physics Dept",
+            "hpc_a1",
+            "u1.x-y",
+            "18446744073709551616",
+            "99999999999999999999999",
+            "'q'",
+            "\"d\"",
+            "2G",
+            "1.50G",
+        ];
+        for v in scalars {
+            texts.push((format!("scalar {v:?}"), format!("k: {v}\nl: [{v}]\n{v}: 1\n")));
+        }
+        texts.push(("empty".into(), String::new()));
+        texts.push(("comment only".into(), "# nothing\n".into()));
+        texts.push(("block scalar".into(), "a: |\n  x\n  y\nb: >\n  z\n".into()));
+        let mut fast_count = 0;
+        for (what, text) in &texts {
+            let reference = parse_with_serde(text);
+            match fast::build(text) {
+                Some(fast) => {
+                    fast_count += 1;
+                    assert_eq!(Ok(&fast), reference.as_ref().map_err(|e| e.to_string()), "{what}");
+                }
+                None => {} // declined: serde-saphyr decides
+            }
+        }
+        assert!(fast_count > texts.len() / 2, "the fast builder took only {fast_count} of {}", texts.len());
+        // What it must decline.
+        for text in
+            ["a: &x 1\nb: *x\n", "a: !!str 1\n", "base: {x: 1}\nc:\n  <<: {y: 2}\n", "a: 1\n---\nb: 2\n", "a: [1\n"]
+        {
+            assert!(fast::build(text).is_none(), "{text:?}");
+        }
     }
 }
