@@ -403,12 +403,10 @@ mod tests {
         let mut fast_count = 0;
         for (what, text) in &texts {
             let reference = parse_with_serde(text);
-            match fast::build(text) {
-                Some(fast) => {
-                    fast_count += 1;
-                    assert_eq!(Ok(&fast), reference.as_ref().map_err(|e| e.to_string()), "{what}");
-                }
-                None => {} // declined: serde-saphyr decides
+            // A declined document is serde-saphyr's to build.
+            if let Some(fast) = fast::build(text) {
+                fast_count += 1;
+                assert_eq!(Ok(&fast), reference.as_ref().map_err(|e| e.to_string()), "{what}");
             }
         }
         assert!(fast_count > texts.len() / 2, "the fast builder took only {fast_count} of {}", texts.len());
