@@ -150,10 +150,18 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         };
         // Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones.
         // Both sources are sorted and disjoint (declared accounts are managed): one bulk build.
+        let mut last: Option<(&Name, bool)> = None; // users come grouped by account
         let users: BTreeMap<_, _> = cur
             .users
             .iter()
-            .filter(|(k, _)| !managed.contains(&k.account))
+            .filter(|(k, _)| match last {
+                Some((a, m)) if a == &k.account => !m,
+                _ => {
+                    let m = managed.contains(&k.account);
+                    last = Some((&k.account, m));
+                    !m
+                }
+            })
             .chain(&dc.users)
             .map(|(k, a)| (k.clone(), a.clone()))
             .collect();

@@ -9,7 +9,7 @@
 //! | SP004 | qos-swap-moves-user-defaults | a QoS swap step changes user associations' effective DefaultQOS |
 //! | SP005 | mass-delete | the mass-deletion guard was overridden with `--allow-mass-delete` |
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -70,8 +70,15 @@ pub(crate) fn list<T: std::fmt::Display>(items: &[T]) -> String {
     s
 }
 
-fn step_of(steps: &[Step], phase: Phase, address: &str) -> Option<usize> {
-    steps.iter().find(|s| s.phase == phase && s.causes.iter().any(|c| c == address)).map(|s| s.number)
+/// The first step of a phase caused by each address (one pass, not a search per lint).
+fn step_index(steps: &[Step]) -> BTreeMap<(Phase, &str), usize> {
+    let mut index = BTreeMap::new();
+    for s in steps {
+        for c in &s.causes {
+            index.entry((s.phase, c.as_str())).or_insert(s.number);
+        }
+    }
+    index
 }
 
 fn qos_text(s: &BTreeSet<Name>) -> String {
@@ -81,6 +88,10 @@ fn qos_text(s: &BTreeSet<Name>) -> String {
 /// SP001-SP003 from the two states, the changes and the ordered steps.
 pub fn lint(current: &State, desired: &State, changes: &[Change], steps: &[Step]) -> Vec<Lint> {
     let mut out = Vec::new();
+    let step_of = step_index(steps);
+    let step_of = |phase: Phase, address: &str| step_of.get(&(phase, address)).copied();
+    // cluster -> account -> users whose DefaultAccount it is (built once, on first use).
+    let mut defaults_of: BTreeMap<&Name, BTreeMap<&Name, Vec<&Name>>> = BTreeMap::new();
     let deleted: BTreeSet<(&Name, &Name)> = changes
         .iter()
         .filter_map(|c| match c {
@@ -93,7 +104,7 @@ pub fn lint(current: &State, desired: &State, changes: &[Change], steps: &[Step]
             Change::AccountDelete { cluster, name, .. } => {
                 let Some(c) = current.clusters.get(cluster) else { continue };
                 let addr = ch.address();
-                let step = step_of(steps, Phase::AccountDelete, &addr);
+                let step = step_of(Phase::AccountDelete, &addr);
                 let users: Vec<String> = c.users_of_account(name).map(|(k, _)| user_key_label(k)).collect();
                 if !users.is_empty() {
                     out.push(Lint::new(
@@ -108,11 +119,18 @@ pub fn lint(current: &State, desired: &State, changes: &[Change], steps: &[Step]
                         ),
                     ));
                 }
-                let moved: Vec<String> = c
-                    .defaults
-                    .iter()
-                    .filter(|(_, a)| *a == name)
-                    .map(|(u, _)| match desired.clusters.get(cluster).and_then(|d| d.defaults.get(u)) {
+                let by_account = defaults_of.entry(cluster).or_insert_with(|| {
+                    let mut m: BTreeMap<&Name, Vec<&Name>> = BTreeMap::new();
+                    for (u, a) in &c.defaults {
+                        m.entry(a).or_default().push(u);
+                    }
+                    m
+                });
+                let moved: Vec<String> = by_account
+                    .get(name)
+                    .into_iter()
+                    .flatten()
+                    .map(|u| match desired.clusters.get(cluster).and_then(|d| d.defaults.get(*u)) {
                         Some(to) => format!("{u} -> {to}"),
                         None => format!("{u} (no association left)"),
                     })
@@ -149,7 +167,7 @@ pub fn lint(current: &State, desired: &State, changes: &[Change], steps: &[Step]
                     SP002,
                     Severity::Warning,
                     addr.clone(),
-                    step_of(steps, Phase::UserRemove, &addr),
+                    step_of(Phase::UserRemove, &addr),
                     match to {
                         Some(to) => format!(
                             "`{}` is the DefaultAccount of `{}` on `{cluster}`; it moves to `{to}` first, so jobs submitted without -A go to `{to}`",

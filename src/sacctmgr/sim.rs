@@ -315,11 +315,13 @@ fn check_account(c: &ClusterState, acct: &Name) -> Result<(), SimError> {
 }
 
 fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a: &Assoc) -> Result<(), SimError> {
+    let Some(d) = a.default_qos.as_ref().or(acct_def) else { return Ok(()) };
+    // Most user associations inherit: no copy of the account's list then.
+    if matches!(a.qos, crate::model::QosList::Inherit) && acct_eff.contains(d) {
+        return Ok(());
+    }
     let eff = a.qos.effective(acct_eff);
-    let def = a.default_qos.as_ref().or(acct_def);
-    if let Some(d) = def
-        && !eff.contains(d)
-    {
+    if !eff.contains(d) {
         return err(format!(
             "user association {} would have DefaultQOS `{d}` outside its QoS list [{}]",
             show_key(k),
