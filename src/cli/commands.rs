@@ -230,7 +230,8 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), Failure> {
 }
 
 fn emit(plan: &Plan, format: Format, color: bool) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
+    // Block-buffered: stdout's line buffering makes one write per line of a large JSON plan.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     render::render(plan, format, &Options { color }, &mut out)
         .and_then(|_| out.flush())
         .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))

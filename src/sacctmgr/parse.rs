@@ -261,8 +261,8 @@ struct Cells<'r, 'a> {
     diags: &'r mut Vec<Diagnostic>,
 }
 
-impl Cells<'_, '_> {
-    fn raw(&self, field: &str) -> &str {
+impl<'a> Cells<'_, 'a> {
+    fn raw(&self, field: &str) -> &'a str {
         // The snapshot's own column order first (exact match, no search), else search.
         let i = match self.columns.iter().position(|c| std::ptr::eq(*c, field) || *c == field) {
             Some(i) => Some(i),
@@ -283,6 +283,19 @@ impl Cells<'_, '_> {
 
     fn name(&mut self, field: &str, kind: NameKind) -> Option<Name> {
         self.get(field, |s| snapshot_name(s, kind))
+    }
+
+    /// [`Cells::name`], reusing `last` when this row has the same text in `field`.
+    fn name_cached(&mut self, field: &str, kind: NameKind, last: &mut Option<(&'a str, Name)>) -> Option<Name> {
+        let raw = self.raw(field);
+        if let Some((text, name)) = last
+            && *text == raw
+        {
+            return Some(name.clone());
+        }
+        let name = self.name(field, kind)?;
+        *last = Some((raw, name.clone()));
+        Some(name)
     }
 }
 
@@ -308,11 +321,15 @@ pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<D
         diags.push(error(src, 0, format!("unknown association column `{bad}`")));
         return (Vec::new(), diags);
     }
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(src.text.bytes().filter(|b| *b == b'\n').count() + 1);
+    // Rows come grouped by cluster and account: reuse the previous row's name when the text is
+    // the same (one comparison instead of a lookup in the name table).
+    let mut last_cluster: Option<(&str, Name)> = None;
+    let mut last_account: Option<(&str, Name)> = None;
     for_each_row(src, columns, false, &mut diags, |row, diags| {
         let mut c = Cells { src, row, columns, diags };
-        let cluster = c.name("Cluster", NameKind::Cluster);
-        let account = c.name("Account", NameKind::Account);
+        let cluster = c.name_cached("Cluster", NameKind::Cluster, &mut last_cluster);
+        let account = c.name_cached("Account", NameKind::Account, &mut last_account);
         let user = c.get("User", |s| opt_name(s, NameKind::User));
         let partition = c.get("Partition", |s| opt_name(s, NameKind::Partition));
         let parent = c.get("ParentName", |s| opt_name(s, NameKind::Account));
