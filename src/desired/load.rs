@@ -655,8 +655,6 @@ impl<'a> Loader<'a> {
         let mut cluster = DesiredCluster::default();
         // account -> (key node, parent value node)
         let mut declared: BTreeMap<Name, (&SNode, Option<&SNode>)> = BTreeMap::new();
-        // user -> accounts with an association
-        let mut assocs_of: BTreeMap<Name, BTreeSet<Name>> = BTreeMap::new();
         // Every declared user association, in file order (one sorted bulk build below).
         let mut user_assocs: Vec<(UserKey, Assoc)> = Vec::new();
 
@@ -705,7 +703,7 @@ impl<'a> Loader<'a> {
                 cluster.accounts.insert(aname.clone(), DesiredAccount { parent, assoc });
 
                 if let Some(users) = af.get("users") {
-                    self.account_users(cname, &aname, users, &awhat, &mut user_assocs, &mut assocs_of, locations);
+                    self.account_users(cname, &aname, users, &awhat, &mut user_assocs, locations);
                 }
             }
         }
@@ -731,6 +729,11 @@ impl<'a> Loader<'a> {
         if let Some(users) = f.get("users") {
             let uwhat = format!("{what}.users");
             let mut seen: BTreeMap<Name, &SNode> = BTreeMap::new();
+            // user -> accounts with an association (only needed here)
+            let mut assocs_of: BTreeMap<&Name, BTreeSet<&Name>> = BTreeMap::new();
+            for k in cluster.users.keys() {
+                assocs_of.entry(&k.user).or_default().insert(&k.account);
+            }
             for e in self.entries(users, &uwhat) {
                 let Some(user) = self.name_text(e.key, &e.text, NameKind::User) else {
                     continue;
@@ -797,7 +800,6 @@ impl<'a> Loader<'a> {
         node: &SNode,
         awhat: &str,
         user_assocs: &mut Vec<(UserKey, Assoc)>,
-        assocs_of: &mut BTreeMap<Name, BTreeSet<Name>>,
         locations: &mut Locations,
     ) {
         let what = format!("{awhat}.users");
@@ -862,7 +864,6 @@ impl<'a> Loader<'a> {
             seen.insert(k, item);
             let key = UserKey { account: aname.clone(), user: user.clone(), partition };
             locations.insert(Decl::UserAssoc(cname.clone(), key.clone()), self.pos(item));
-            assocs_of.entry(user).or_default().insert(aname.clone());
             user_assocs.push((key, assoc));
         }
     }
