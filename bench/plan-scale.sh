@@ -19,7 +19,7 @@ for s in "${sizes[@]}"; do
 done
 run() { # label desired state
   local label=$1 desired=$2 state=$3
-  SLURMPLAN_TIMINGS=1 /usr/bin/time -f "$label wall %e s, peak RSS %M KiB" \
+  SLURMPLAN_TIMINGS=1 /usr/bin/time -f "${label//%/%%} wall %e s, peak RSS %M KiB" \
     "$SP" plan --state "$state" -d "$desired" --format json --allow-mass-delete 2>&1 >/dev/null |
     grep -E '^timing|wall' | tr '\n' ' '
   echo

@@ -156,11 +156,13 @@ thread_local! {
     static NAMES: std::cell::RefCell<std::collections::HashSet<std::sync::Arc<str>, Fnv>> = Default::default();
 }
 
-/// FNV-1a: the interner hashes a few million short names per large plan, where SipHash's
-/// flooding resistance buys nothing (the input is the admin's own file and sacctmgr output).
-type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+/// FNV-1a, for hash maps keyed by names: a large plan hashes a few million short names, where
+/// SipHash's flooding resistance buys nothing (the input is the admin's own file and
+/// sacctmgr's output).
+pub type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
-struct FnvHasher(u64);
+#[doc(hidden)]
+pub struct FnvHasher(u64);
 
 impl Default for FnvHasher {
     fn default() -> FnvHasher {

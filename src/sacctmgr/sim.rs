@@ -24,12 +24,12 @@ fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
 pub struct Sim {
     pub state: State,
     /// (cluster, user) -> number of associations.
-    user_assocs: HashMap<(Name, Name), usize>,
+    user_assocs: HashMap<(Name, Name), usize, crate::model::names::Fnv>,
 }
 
 impl Sim {
     pub fn new(state: State) -> Sim {
-        let mut user_assocs = HashMap::new();
+        let mut user_assocs: HashMap<(Name, Name), usize, crate::model::names::Fnv> = HashMap::default();
         for (cname, c) in &state.clusters {
             for k in c.users.keys() {
                 *user_assocs.entry((cname.clone(), k.user.clone())).or_insert(0) += 1;
