@@ -130,11 +130,15 @@ fn report_desired(path: &Path, loaded: Result<desired::Desired, Vec<Diagnostic>>
             Ok(d)
         }
         Err(mut diags) => {
-            print_diags(&mut diags);
-            let n = diags.iter().filter(|d| d.is_error()).count();
-            Err(Failure::new(format!("`{}` has {n} error(s); nothing was planned", path.display())))
+            Err(failed(&mut diags, |n| format!("`{}` has {n} error(s); nothing was planned", path.display())))
         }
     }
+}
+
+/// Print `diags` and fail with `message(number of errors)`.
+pub fn failed(diags: &mut [Diagnostic], message: impl FnOnce(usize) -> String) -> Failure {
+    print_diags(diags);
+    Failure::new(message(diags.iter().filter(|d| d.is_error()).count()))
 }
 
 pub fn resolve(d: &desired::Desired, current: &State) -> Result<desired::resolve::Resolved, Failure> {
@@ -144,14 +148,9 @@ pub fn resolve(d: &desired::Desired, current: &State) -> Result<desired::resolve
             print_diags(&mut w);
             Ok(r)
         }
-        Err(mut diags) => {
-            print_diags(&mut diags);
-            let n = diags.iter().filter(|d| d.is_error()).count();
-            Err(Failure::new(format!(
-                "`{}` does not fit the current state ({n} error(s)); nothing was planned",
-                d.path.display()
-            )))
-        }
+        Err(mut diags) => Err(failed(&mut diags, |n| {
+            format!("`{}` does not fit the current state ({n} error(s)); nothing was planned", d.path.display())
+        })),
     }
 }
 
@@ -278,7 +277,7 @@ pub fn build_plan(
             let users = current
                 .clusters
                 .get(c)
-                .map(|cs| cs.users.keys().filter(|k| accts.contains(&k.account)).count())
+                .map(|cs| accts.iter().map(|a| cs.users_of_account(a).count()).sum())
                 .unwrap_or(0);
             accts.len() + users
         })

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use slurmplan::waldur::{self, BuildOptions};
 
-use super::commands::{print_diags, write_atomic};
+use super::commands::{failed, print_diags, write_atomic};
 use super::{EXIT_OK, Failure, Outcome};
 
 #[derive(Subcommand, Debug)]
@@ -54,15 +54,11 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
     let loaded = waldur::load_config(&a.config, &text, a.offering.as_deref());
     drop(text);
     let (settings, mut warnings) = loaded.map_err(|mut d| {
-        print_diags(&mut d);
-        let n = d.iter().filter(|d| d.is_error()).count();
-        Failure::new(format!("`{}` has {n} configuration error(s); nothing was written", a.config.display()))
+        failed(&mut d, |n| format!("`{}` has {n} configuration error(s); nothing was written", a.config.display()))
     })?;
     let export = waldur::load_export(&a.export).map_err(|mut d| {
         print_diags(&mut warnings);
-        print_diags(&mut d);
-        let n = d.iter().filter(|d| d.is_error()).count();
-        Failure::new(format!("the export in `{}` has {n} error(s); nothing was written", a.export.display()))
+        failed(&mut d, |n| format!("the export in `{}` has {n} error(s); nothing was written", a.export.display()))
     })?;
     let built = waldur::build(&settings, &export, &BuildOptions { cluster }).map_err(|mut d| {
         warnings.append(&mut d);

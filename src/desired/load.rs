@@ -15,7 +15,7 @@ use crate::diag::{self, Diagnostic, Location};
 use crate::model::fingerprint::hash_bytes;
 use crate::model::names::{self, Name, NameKind};
 use crate::model::values::{self, Fairshare, QosList, Tres};
-use crate::model::{AccountRecord, Assoc, AssocData, Limits, Qos, UserKey};
+use crate::model::{AccountRecord, Assoc, AssocData, Limits, Qos, UserKey, user_index};
 
 const TOP_KEYS: &[&str] = &["version", "settings", "managed", "protect", "qos", "clusters"];
 const SETTINGS_KEYS: &[&str] = &["preserve_user_case"];
@@ -730,10 +730,7 @@ impl<'a> Loader<'a> {
             let uwhat = format!("{what}.users");
             let mut seen: BTreeMap<Name, &SNode> = BTreeMap::new();
             // user -> accounts with an association (only needed here)
-            let mut assocs_of: BTreeMap<&Name, BTreeSet<&Name>> = BTreeMap::new();
-            for k in cluster.users.keys() {
-                assocs_of.entry(&k.user).or_default().insert(&k.account);
-            }
+            let assocs_of = user_index(cluster.users.keys());
             for e in self.entries(users, &uwhat) {
                 let Some(user) = self.name_text(e.key, &e.text, NameKind::User) else {
                     continue;
@@ -792,7 +789,6 @@ impl<'a> Loader<'a> {
         cluster
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn account_users(
         &mut self,
         cname: &Name,

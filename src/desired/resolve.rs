@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Decl, Desired, Scope};
 use crate::diag::{Diagnostic, Location};
 use crate::model::names::root;
-use crate::model::{AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Name, QosList, State};
+use crate::model::{AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Name, QosList, State, user_index};
 use crate::sacctmgr::sim;
 
 /// The complete desired state plus warnings (e.g. DefaultAccounts slurmplan had to choose).
@@ -46,6 +46,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         qos: current.qos.clone(),
     };
     let mut managed_all = BTreeMap::new();
+    let mut after: Vec<sim::SimError> = Vec::new();
 
     // QoS: declared ones replace current (unmanaged fields kept); managed undeclared ones go.
     for (name, q) in &d.qos {
@@ -150,24 +151,18 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         };
         // Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones.
         // Both sources are sorted and disjoint (declared accounts are managed): one bulk build.
-        let mut last: Option<(&Name, bool)> = None; // users come grouped by account
         let users: BTreeMap<_, _> = cur
-            .users
-            .iter()
-            .filter(|(k, _)| match last {
-                Some((a, m)) if a == &k.account => !m,
-                _ => {
-                    let m = managed.contains(&k.account);
-                    last = Some((&k.account, m));
-                    !m
-                }
-            })
+            .accounts
+            .names()
+            .into_iter()
+            .filter(|a| !managed.contains(*a))
+            .flat_map(|a| cur.users_of_account(a))
             .chain(&dc.users)
             .map(|(k, a)| (k.clone(), a.clone()))
             .collect();
         let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
         // DefaultAccounts: declared, else current if still associated, else the first remaining.
-        let index = new.user_index();
+        let index = user_index(new.users.keys());
         let mut defaults = BTreeMap::new();
         for (user, accts) in &index {
             if let Some(want) = dc.defaults.get(*user) {
@@ -256,6 +251,11 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                 );
             }
         }
+        // The rebuilt cluster must obey slurmdbd's rules (checked below; clusters the file
+        // does not declare are copied unchanged).
+        if errors.is_empty() {
+            after.extend(sim::check_cluster(cname, &new, &index));
+        }
         managed_all.insert(cname.clone(), managed);
         state.clusters.insert(cname.clone(), new);
     }
@@ -283,7 +283,6 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
     }
     if errors.is_empty() {
         // The result must obey slurmdbd's rules (only report what the current state lacks).
-        let after = sim::check_state(&state);
         let before: BTreeSet<String> = if after.is_empty() {
             BTreeSet::new()
         } else {

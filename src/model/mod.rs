@@ -9,5 +9,6 @@ pub mod values;
 pub use names::{Name, NameError, NameKind};
 pub use state::{
     AccountGraph, AccountNode, AccountRecord, Assoc, AssocData, ClusterState, GraphError, Limits, Qos, State, UserKey,
+    user_index,
 };
 pub use values::{Fairshare, QosList, Tres};

@@ -418,18 +418,7 @@ impl ClusterState {
 
     /// user -> set of accounts the user is associated with (any partition).
     pub fn user_index(&self) -> BTreeMap<&Name, BTreeSet<&Name>> {
-        // One sort and bulk builds: a million inserts into nested trees cost several times more.
-        let mut pairs: Vec<(&Name, &Name)> = self.users.keys().map(|k| (&k.user, &k.account)).collect();
-        pairs.sort_unstable();
-        pairs.dedup();
-        let mut m: Vec<(&Name, BTreeSet<&Name>)> = Vec::new();
-        let mut rest = pairs.as_slice();
-        while let Some(&(user, _)) = rest.first() {
-            let n = rest.iter().take_while(|(u, _)| *u == user).count();
-            m.push((user, rest[..n].iter().map(|(_, a)| *a).collect()));
-            rest = &rest[n..];
-        }
-        m.into_iter().collect()
+        user_index(self.users.keys())
     }
 
     /// Effective QoS list of a user association.
@@ -441,6 +430,22 @@ impl ClusterState {
     pub fn user_effective_default_qos<'a>(&'a self, key: &UserKey, assoc: &'a Assoc) -> Option<&'a Name> {
         assoc.default_qos.as_ref().or_else(|| self.accounts.effective_default_qos(key.account.as_str()))
     }
+}
+
+/// user -> set of accounts the user is associated with (any partition), from association keys.
+pub fn user_index<'a>(keys: impl IntoIterator<Item = &'a UserKey>) -> BTreeMap<&'a Name, BTreeSet<&'a Name>> {
+    // One sort and bulk builds: a million inserts into nested trees cost several times more.
+    let mut pairs: Vec<(&Name, &Name)> = keys.into_iter().map(|k| (&k.user, &k.account)).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut m: Vec<(&Name, BTreeSet<&Name>)> = Vec::new();
+    let mut rest = pairs.as_slice();
+    while let Some(&(user, _)) = rest.first() {
+        let n = rest.iter().take_while(|(u, _)| *u == user).count();
+        m.push((user, rest[..n].iter().map(|(_, a)| *a).collect()));
+        rest = &rest[n..];
+    }
+    m.into_iter().collect()
 }
 
 /// The whole accounting state: what `sacctmgr` reads back, or what the desired file declares.

@@ -6,10 +6,10 @@
 //! dangling DefaultAccount, deleting an account that still has children or users). The planner
 //! checks every step it emits against it; tests use it as the reference slurmdbd. Pure: no I/O.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::command::Command;
-use crate::model::{Assoc, AssocData, ClusterState, Name, Qos, State, UserKey, names::root};
+use crate::model::{Assoc, ClusterState, Name, Qos, QosList, State, UserKey, names::root};
 
 /// Why a command would break a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,17 +45,18 @@ impl Sim {
         }
     }
 
-    fn check_qos_exist(&self, a: &AssocData) -> Result<(), SimError> {
+    /// Every QoS a QoS list and a DefaultQOS name must exist.
+    fn check_qos_exist(&self, qos: &QosList, default_qos: Option<&Name>) -> Result<(), SimError> {
         let mut names: Vec<&Name> = Vec::new();
-        match &a.qos {
-            crate::model::QosList::Inherit => {}
-            crate::model::QosList::Set(s) => names.extend(s),
-            crate::model::QosList::Delta { add, remove } => {
+        match qos {
+            QosList::Inherit => {}
+            QosList::Set(s) => names.extend(s),
+            QosList::Delta { add, remove } => {
                 names.extend(add);
                 names.extend(remove);
             }
         }
-        names.extend(a.default_qos.as_ref());
+        names.extend(default_qos);
         for n in names {
             if !self.state.qos.contains_key(n) {
                 return err(format!("QoS `{n}` does not exist"));
@@ -103,7 +104,7 @@ impl Sim {
             Command::AddAccount { cluster, names, parent, record, set } => {
                 let mut assoc = Assoc::default();
                 set.apply_to(&mut assoc);
-                self.check_qos_exist(&assoc)?;
+                self.check_qos_exist(&assoc.qos, assoc.default_qos.as_ref())?;
                 let c = self.cluster_mut(cluster)?;
                 if !c.accounts.contains(parent.as_str()) {
                     return err(format!("no parent account `{parent}` on cluster `{cluster}`"));
@@ -142,12 +143,8 @@ impl Sim {
                 for n in names {
                     check_subtree(c, n)?;
                 }
-                let probe = AssocData {
-                    qos: set.qos.clone().unwrap_or_default(),
-                    default_qos: set.default_qos.clone().flatten(),
-                    ..Default::default()
-                };
-                self.check_qos_exist(&probe)?;
+                let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
+                self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
             }
             Command::ModifyAccountRecord { cluster, names, record } => {
                 let c = self.cluster_mut(cluster)?;
@@ -189,7 +186,7 @@ impl Sim {
             Command::AddUser { cluster, users, account, partition, set } => {
                 let mut assoc = Assoc::default();
                 set.apply_to(&mut assoc);
-                self.check_qos_exist(&assoc)?;
+                self.check_qos_exist(&assoc.qos, assoc.default_qos.as_ref())?;
                 let c = self.cluster_mut(cluster)?;
                 if !c.accounts.contains(account.as_str()) {
                     return err(format!("no account `{account}` on cluster `{cluster}`"));
@@ -219,12 +216,8 @@ impl Sim {
                     }
                 }
                 check_users(c, account, users)?;
-                let probe = AssocData {
-                    qos: set.qos.clone().unwrap_or_default(),
-                    default_qos: set.default_qos.clone().flatten(),
-                    ..Default::default()
-                };
-                self.check_qos_exist(&probe)?;
+                let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
+                self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
             }
             Command::SetDefaultAccount { cluster, users, account } => {
                 let c = self.cluster_mut(cluster)?;
@@ -278,7 +271,7 @@ impl Sim {
 fn uses_qos(a: &Assoc, q: &Name) -> bool {
     a.default_qos.as_ref() == Some(q)
         || match &a.qos {
-            crate::model::QosList::Inherit => false,
+            QosList::Inherit => false,
             crate::model::QosList::Set(s) => s.contains(q),
             crate::model::QosList::Delta { add, remove } => add.contains(q) || remove.contains(q),
         }
@@ -317,7 +310,7 @@ fn check_account(c: &ClusterState, acct: &Name) -> Result<(), SimError> {
 fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a: &Assoc) -> Result<(), SimError> {
     let Some(d) = a.default_qos.as_ref().or(acct_def) else { return Ok(()) };
     // Most user associations inherit: no copy of the account's list then.
-    if matches!(a.qos, crate::model::QosList::Inherit) && acct_eff.contains(d) {
+    if matches!(a.qos, QosList::Inherit) && acct_eff.contains(d) {
         return Ok(());
     }
     let eff = a.qos.effective(acct_eff);
@@ -350,25 +343,32 @@ fn list(s: &BTreeSet<Name>) -> String {
 pub fn check_state(state: &State) -> Vec<SimError> {
     let mut out = Vec::new();
     for (cname, c) in &state.clusters {
-        for acct in c.accounts.names() {
-            if let Err(e) = check_account(c, acct) {
-                out.push(SimError(format!("on `{cname}`: {}", e.0)));
-            }
+        out.extend(check_cluster(cname, c, &c.user_index()));
+    }
+    out
+}
+
+/// Check every rule on one cluster; `index` is `c.user_index()` (callers that already have it
+/// pass it in rather than build it twice).
+pub fn check_cluster(cname: &Name, c: &ClusterState, index: &BTreeMap<&Name, BTreeSet<&Name>>) -> Vec<SimError> {
+    let mut out = Vec::new();
+    for acct in c.accounts.names() {
+        if let Err(e) = check_account(c, acct) {
+            out.push(SimError(format!("on `{cname}`: {}", e.0)));
         }
-        let index = c.user_index();
-        for (user, accts) in &index {
-            match c.defaults.get(*user) {
-                Some(d) if accts.contains(d) => {}
-                Some(d) => out.push(SimError(format!(
-                    "on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"
-                ))),
-                None => out.push(SimError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
-            }
+    }
+    for (user, accts) in index {
+        match c.defaults.get(*user) {
+            Some(d) if accts.contains(d) => {}
+            Some(d) => out.push(SimError(format!(
+                "on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"
+            ))),
+            None => out.push(SimError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
         }
-        for user in c.defaults.keys() {
-            if !index.contains_key(user) {
-                out.push(SimError(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association")));
-            }
+    }
+    for user in c.defaults.keys() {
+        if !index.contains_key(user) {
+            out.push(SimError(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association")));
         }
     }
     out
