@@ -236,6 +236,28 @@ fn emit(plan: &Plan, format: Format, color: bool) -> Result<(), Failure> {
         .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))
 }
 
+/// Load the desired file and read the current state. They are independent, so the file is
+/// loaded on a second thread meanwhile; nothing is printed for the file (callers report it).
+pub fn load_and_read(
+    g: &Global,
+    desired_path: &Path,
+    state_dir: Option<&Path>,
+    progress: bool,
+    t: &mut Timings,
+) -> (Result<desired::Desired, Vec<Diagnostic>>, Result<State, Failure>) {
+    let (loaded, current) = std::thread::scope(|s| {
+        let desired = s.spawn(|| {
+            let started = std::time::Instant::now();
+            (desired::load_file(desired_path), started.elapsed())
+        });
+        let current = read_state(g, state_dir, progress);
+        t.mark("read current state (in parallel with the next)");
+        (desired.join().expect("the desired-state loader does not panic"), current)
+    });
+    t.note("load desired", loaded.1);
+    (loaded.0, current)
+}
+
 /// Build a plan from the desired file and the current state (shared by plan and apply).
 pub fn build_plan(
     g: &Global,
@@ -245,18 +267,8 @@ pub fn build_plan(
     targets: &[String],
 ) -> Result<(Plan, State), Failure> {
     let mut t = Timings::start();
-    // The desired file and the current state are independent: read them on two threads.
-    let (loaded, current) = std::thread::scope(|s| {
-        let desired = s.spawn(|| {
-            let started = std::time::Instant::now();
-            (desired::load_file(desired_path), started.elapsed())
-        });
-        let current = current_state(g, state_dir);
-        t.mark("read current state (in parallel with the next)");
-        (desired.join().expect("the desired-state loader does not panic"), current)
-    });
-    t.note("load desired", loaded.1);
-    let mut d = report_desired(desired_path, loaded.0)?;
+    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t);
+    let mut d = report_desired(desired_path, loaded)?;
     select_clusters(g, &mut d)?;
     let current = current?;
     let resolved = resolve(&d, &current)?;

@@ -50,13 +50,20 @@ fn errors_only(diags: Vec<slurmplan::diag::Diagnostic>) -> Vec<slurmplan::diag::
 
 /// Load, read, resolve, diff: the same pipeline as `plan`, without ordering.
 fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
-    let mut d = slurmplan::desired::load_file(&a.desired).map_err(|diags| {
+    let (loaded, current) = super::commands::load_and_read(
+        g,
+        &a.desired,
+        a.state.state.as_deref(),
+        false,
+        &mut super::commands::Timings::start(),
+    );
+    let mut d = loaded.map_err(|diags| {
         let mut e = errors_only(diags);
         print_diags(&mut e);
         Failure::new(format!("`{}` has {} error(s); drift was not computed", a.desired.display(), e.len()))
     })?;
     super::commands::select_clusters(g, &mut d)?;
-    let current = super::commands::read_state(g, a.state.state.as_deref(), false)?;
+    let current = current?;
     let resolved = slurmplan::desired::resolve::resolve(&d, &current).map_err(|diags| {
         let mut e = errors_only(diags);
         print_diags(&mut e);
