@@ -211,8 +211,15 @@ fn no_batch_splits_batches_one_object_per_command() {
                 .find(|w| w.starts_with("name="))
                 .map(|w| w[5..].to_string())
                 .unwrap_or_else(|| argv[4].clone());
+            // `add user U account=A,B` adds the cross product U x {A, B}
+            let accounts = match (argv[2].as_str(), argv[3].as_str()) {
+                ("add", "user") => argv.iter().find_map(|w| w.strip_prefix("account=")).unwrap_or_default(),
+                _ => "",
+            };
             for n in list.split(',') {
-                v.push(format!("{} {} {n}", argv[2], argv[3]));
+                for a in accounts.split(',') {
+                    v.push(format!("{} {} {n} {a}", argv[2], argv[3]));
+                }
             }
         }
         v.sort();
@@ -222,6 +229,11 @@ fn no_batch_splits_batches_one_object_per_command() {
     for argv in &single {
         let list = argv.iter().find(|w| w.starts_with("name=")).cloned().unwrap_or_else(|| argv[4].clone());
         assert!(!list.contains(','), "not split: {argv:?}");
+        assert!(!argv.iter().any(|w| w.starts_with("account=") && w.contains(',')), "not split: {argv:?}");
+        assert!(
+            argv[2] != "add" || !argv.iter().any(|w| w.starts_with("defaultaccount=")),
+            "a single add names no default: {argv:?}"
+        );
     }
 }
 

@@ -275,8 +275,9 @@ fn default_accounts_never_dangle_and_users_are_batched() {
     };
     // users get hpc_a_old as their default
     let r = site.converge(&yaml(&users.join(", "), true));
-    // batched: 30 users per account in one add each
-    assert!(r.stderr.matches("add user").count() <= 2, "user adds were not batched:\n{}", r.stderr);
+    // batched: the same 30 new users in both accounts, one add naming their default
+    assert_eq!(r.stderr.matches("add user").count(), 1, "user adds were not batched:\n{}", r.stderr);
+    assert!(r.stderr.contains("defaultaccount=hpc_a_old"), "{}", r.stderr);
     assert!(defaults(&c).iter().filter(|r| r.ends_with("|hpc_a_old")).count() == 30);
 
     // now delete hpc_a_old: step by step, checking defaults after each step

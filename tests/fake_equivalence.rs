@@ -61,6 +61,7 @@ fn fake_answers_like_real_22_05() {
     let c = format!("fakeeq{id}");
     let (qa, qb) = (format!("feqa{id}"), format!("feqb{id}"));
     let (ua, ub) = (format!("feua{id}"), format!("feub{id}"));
+    let (uc, ud) = (format!("feuc{id}"), format!("feud{id}"));
 
     let v = run(&real, &words("-V"), None);
     assert_eq!(v.code, 0, "SLURMPLAN_TESTBED is set but sacctmgr does not answer: {}", v.stderr);
@@ -85,6 +86,10 @@ fn fake_answers_like_real_22_05() {
         format!("-i add account fe_pa,fe_pb,fe_pc cluster={c} parent=fe_top qos=normal,{qa} defaultqos=normal"),
         format!("-i add user {ua},{ub} account=fe_pa cluster={c}"),
         format!("-i add user {ua} account=fe_pb cluster={c} GrpSubmitJobs=2"),
+        // several accounts at once, naming the new users' default (listed last by 22.05)
+        // (on accounts of their own: the fake lists several users in another order than 22.05)
+        format!("-i add account fe_pd,fe_pe cluster={c} parent=fe_top"),
+        format!("-i add user {uc},{ud} account=fe_pe,fe_pd cluster={c} defaultaccount=fe_pe"),
         // QoS/DefaultQOS swap in one command: lists the users that inherit it
         format!("-i modify account where name=fe_pa cluster={c} set qos={qa} defaultqos={qa}"),
         format!("-i modify account where name=fe_pa cluster={c} set GrpSubmitJobs=0"),

@@ -420,6 +420,16 @@ fn mutate(ch: &mut Ch, s: &mut State) {
                 for _ in 0..ch.below(3) {
                     add_user_assoc(ch, c, &pool, Some(a.clone()));
                 }
+                // a team in two new allocations: the same users with the same settings
+                if ch.chance(40)
+                    && let Some(b) = add_account(ch, c, &pool)
+                {
+                    let team: Vec<(UserKey, Assoc)> =
+                        c.users.iter().filter(|(k, _)| k.account == a).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    for (k, v) in team {
+                        c.users.insert(UserKey { account: b.clone(), ..k }, v);
+                    }
+                }
             }
         }
         1 => {
@@ -829,6 +839,11 @@ fn generator_produces_varied_valid_pairs() {
                 if s.note.is_some() {
                     kinds.insert(s.note.clone().unwrap());
                 }
+                if let Command::AddUser { more_accounts, default_account, .. } = &s.command
+                    && !more_accounts.is_empty()
+                {
+                    kinds.insert(format!("AddUser to several accounts, default named: {}", default_account.is_some()));
+                }
             }
         }
     }
@@ -845,6 +860,8 @@ fn generator_produces_varied_valid_pairs() {
         "UserRemove",
         "AccountDelete",
         "QosDelete",
+        "AddUser to several accounts, default named: true",
+        "AddUser to several accounts, default named: false",
     ] {
         assert!(kinds.contains(k), "phase {k} never exercised: {kinds:?}");
     }

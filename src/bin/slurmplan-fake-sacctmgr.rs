@@ -420,7 +420,7 @@ fn success_text(cmd: &Command, st: &State) -> String {
                 s.push_str(&account_line(cluster, n.as_str(), parent_of(st.clusters.get(cluster), n.as_str())));
             }
         }
-        Command::AddUser { cluster, users, account, partition, set } => {
+        Command::AddUser { cluster, users, account, partition, set, more_accounts, default_account } => {
             let known = |u: &Name| st.clusters.values().any(|c| !c.user_accounts(u.as_str()).is_empty());
             let new: Vec<&Name> = users.iter().filter(|u| !known(u)).collect();
             if !new.is_empty() {
@@ -429,19 +429,29 @@ fn success_text(cmd: &Command, st: &State) -> String {
                     let _ = writeln!(s, "  {u}");
                 }
             }
+            // `defaultaccount=` comes after `account=`, and 22.05 moves a repeated name of a
+            // list to its end: the default account's association is listed last.
+            let mut accounts: Vec<&Name> = std::iter::once(account).chain(more_accounts).collect();
+            if let Some(d) = default_account {
+                let _ = write!(s, " Settings =\n  Default Account = {d}\n");
+                accounts.retain(|a| *a != d);
+                accounts.push(d);
+            }
             s.push_str(" Associations =\n");
             for u in users {
-                let _ = write!(
-                    s,
-                    "  U = {} A = {} C = {}",
-                    trunc(u.as_str(), 9),
-                    trunc(account.as_str(), 10),
-                    trunc(cluster.as_str(), 10)
-                );
-                if let Some(p) = partition {
-                    let _ = write!(s, " P = {}", trunc(p.as_str(), 10));
+                for a in &accounts {
+                    let _ = write!(
+                        s,
+                        "  U = {} A = {} C = {}",
+                        trunc(u.as_str(), 9),
+                        trunc(a.as_str(), 10),
+                        trunc(cluster.as_str(), 10)
+                    );
+                    if let Some(p) = partition {
+                        let _ = write!(s, " P = {}", trunc(p.as_str(), 10));
+                    }
+                    s.push('\n');
                 }
-                s.push('\n');
             }
             s.push_str(" Non Default Settings\n");
             s.push_str(&assoc_settings(set, None));

@@ -19,6 +19,15 @@ use super::{Phase, PlanError, Step};
 /// Batches keyed by (account, partition, canonical settings) -> (settings, users).
 type UserBatches<T> = BTreeMap<(Name, Option<Name>, String), (T, Vec<Name>)>;
 
+/// New user associations that several accounts share: one `add user` can add them all.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct SameUsers {
+    partition: Option<Name>,
+    /// Canonical settings (as in [`UserBatches`]).
+    settings: String,
+    users: Vec<Name>,
+}
+
 struct Builder {
     sim: Sim,
     steps: Vec<Step>,
@@ -462,20 +471,58 @@ fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
         let key = (k.account.clone(), k.partition.clone(), serde_json::to_string(&assoc).unwrap_or_default());
         groups.entry(key).or_insert_with(|| (assoc, Vec::new())).1.push(k.user.clone());
     }
-    for ((account, partition, _), (assoc, users)) in groups {
-        let mut objects = user_objects(cname, &account, &partition, &users);
-        // A user's first association on a cluster becomes its DefaultAccount.
+    // Accounts that get the same new users with the same settings share one command
+    // (`add user U account=A,B`): sacctmgr adds the cross product, which is exactly the wanted
+    // set, for one call instead of one per account.
+    let mut merged: BTreeMap<SameUsers, (Assoc, Vec<Name>)> = BTreeMap::new();
+    for ((account, partition, settings), (assoc, users)) in groups {
+        merged.entry(SameUsers { partition, settings, users }).or_insert_with(|| (assoc, Vec::new())).1.push(account);
+    }
+    let mut batches: Vec<(Vec<Name>, SameUsers, Assoc)> =
+        merged.into_iter().map(|(same, (assoc, accounts))| (accounts, same, assoc)).collect();
+    batches.sort_by(|x, y| (&x.0[0], &x.1.partition).cmp(&(&y.0[0], &y.1.partition)));
+    for (mut accounts, SameUsers { partition, users, .. }, assoc) in batches {
         let c = b.cluster(cname);
-        objects.extend(
-            users.iter().filter(|u| !c.defaults.contains_key(*u)).map(|u| format!("default_account.{cname}.{u}")),
-        );
-        let set = AssocSet::from_assoc(&assoc);
-        b.emit(
-            Phase::UserAdd,
-            Command::AddUser { cluster: cname.clone(), users, account, partition, set },
-            objects,
-            None,
-        )?;
+        let new = users.iter().filter(|u| !c.defaults.contains_key(*u)).count();
+        let mut default_account = None;
+        if accounts.len() > 1 && new == users.len() {
+            // All new: the command names their DefaultAccount (the one they all want, if they
+            // agree and it is in this batch; else the first account, as one-by-one adds would).
+            let wanted = d.defaults.get(&users[0]).filter(|w| users.iter().all(|u| d.defaults.get(u) == Some(*w)));
+            if let Some(pos) = wanted.and_then(|w| accounts.iter().position(|a| a == w)) {
+                let first = accounts.remove(pos);
+                accounts.insert(0, first);
+            }
+            default_account = Some(accounts[0].clone());
+        }
+        let commands = if accounts.len() == 1 || new == 0 || default_account.is_some() {
+            let account = accounts.remove(0);
+            vec![(account, accounts, default_account)]
+        } else {
+            // Some users are new and some are not: a named default would move the others'.
+            accounts.into_iter().map(|a| (a, Vec::new(), None)).collect()
+        };
+        for (account, more_accounts, default_account) in commands {
+            let mut objects = Vec::new();
+            for a in std::iter::once(&account).chain(&more_accounts) {
+                objects.extend(user_objects(cname, a, &partition, &users));
+            }
+            // A user's first association on a cluster becomes its DefaultAccount.
+            let c = b.cluster(cname);
+            objects.extend(
+                users.iter().filter(|u| !c.defaults.contains_key(*u)).map(|u| format!("default_account.{cname}.{u}")),
+            );
+            let command = Command::AddUser {
+                cluster: cname.clone(),
+                users: users.clone(),
+                account,
+                partition: partition.clone(),
+                set: AssocSet::from_assoc(&assoc),
+                more_accounts,
+                default_account,
+            };
+            b.emit(Phase::UserAdd, command, objects, None)?;
+        }
     }
     Ok(())
 }

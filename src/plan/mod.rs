@@ -132,12 +132,15 @@ pub fn summarize(changes: &[PlannedChange]) -> Summary {
 pub fn unbatch(plan: &mut Plan) {
     let mut out = Vec::new();
     for step in plan.steps.drain(..) {
-        let objects = step.command.objects();
-        let singles: Vec<Command> = if objects.len() > 1 {
-            objects.iter().map(|o| step.command.with_objects(vec![o.clone()])).collect()
-        } else {
-            vec![step.command.clone()]
-        };
+        let mut singles: Vec<Command> = Vec::new();
+        for command in step.command.split_accounts() {
+            let objects = command.objects();
+            if objects.len() > 1 {
+                singles.extend(objects.iter().map(|o| command.with_objects(vec![o.clone()])));
+            } else {
+                singles.push(command);
+            }
+        }
         for command in singles {
             out.push(Step {
                 number: 0,

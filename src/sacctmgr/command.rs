@@ -357,18 +357,76 @@ impl QosSet {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "verb", rename_all = "snake_case")]
 pub enum Command {
-    AddQos { names: Vec<Name>, set: QosSet },
-    ModifyQos { names: Vec<Name>, set: QosSet },
-    DeleteQos { names: Vec<Name> },
-    AddAccount { cluster: Name, names: Vec<Name>, parent: Name, record: AccountRecord, set: AssocSet },
-    ModifyAccount { cluster: Name, names: Vec<Name>, set: AssocSet },
-    ModifyAccountRecord { cluster: Name, names: Vec<Name>, record: AccountRecord },
-    Reparent { cluster: Name, name: Name, parent: Name },
-    DeleteAccount { cluster: Name, names: Vec<Name> },
-    AddUser { cluster: Name, users: Vec<Name>, account: Name, partition: Option<Name>, set: AssocSet },
-    ModifyUser { cluster: Name, users: Vec<Name>, account: Name, partition: Option<Name>, set: AssocSet },
-    SetDefaultAccount { cluster: Name, users: Vec<Name>, account: Name },
-    DeleteUser { cluster: Name, users: Vec<Name>, account: Name, partition: Option<Name> },
+    AddQos {
+        names: Vec<Name>,
+        set: QosSet,
+    },
+    ModifyQos {
+        names: Vec<Name>,
+        set: QosSet,
+    },
+    DeleteQos {
+        names: Vec<Name>,
+    },
+    AddAccount {
+        cluster: Name,
+        names: Vec<Name>,
+        parent: Name,
+        record: AccountRecord,
+        set: AssocSet,
+    },
+    ModifyAccount {
+        cluster: Name,
+        names: Vec<Name>,
+        set: AssocSet,
+    },
+    ModifyAccountRecord {
+        cluster: Name,
+        names: Vec<Name>,
+        record: AccountRecord,
+    },
+    Reparent {
+        cluster: Name,
+        name: Name,
+        parent: Name,
+    },
+    DeleteAccount {
+        cluster: Name,
+        names: Vec<Name>,
+    },
+    /// `users` × (`account` + `more_accounts`): every pair is a new association. A batch over
+    /// several accounts (users with the same new accounts and settings) names the
+    /// `default_account` of its users explicitly: they are all new on the cluster, and it is
+    /// always `account`. Both extra fields are empty on a plain one-account add.
+    AddUser {
+        cluster: Name,
+        users: Vec<Name>,
+        account: Name,
+        partition: Option<Name>,
+        set: AssocSet,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        more_accounts: Vec<Name>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default_account: Option<Name>,
+    },
+    ModifyUser {
+        cluster: Name,
+        users: Vec<Name>,
+        account: Name,
+        partition: Option<Name>,
+        set: AssocSet,
+    },
+    SetDefaultAccount {
+        cluster: Name,
+        users: Vec<Name>,
+        account: Name,
+    },
+    DeleteUser {
+        cluster: Name,
+        users: Vec<Name>,
+        account: Name,
+        partition: Option<Name>,
+    },
 }
 
 fn names(v: &[Name]) -> String {
@@ -462,14 +520,21 @@ impl Command {
                 push(&format!("name={}", names(n)));
                 push(&format!("cluster={cluster}"));
             }
-            Command::AddUser { cluster, users, account, partition, set } => {
+            Command::AddUser { cluster, users, account, partition, set, more_accounts, default_account } => {
                 push("add");
                 push("user");
                 push(&names(users));
-                push(&format!("account={account}"));
+                if more_accounts.is_empty() {
+                    push(&format!("account={account}"));
+                } else {
+                    push(&format!("account={account},{}", names(more_accounts)));
+                }
                 push(&format!("cluster={cluster}"));
                 if let Some(p) = partition {
                     push(&format!("partition={p}"));
+                }
+                if let Some(d) = default_account {
+                    push(&format!("defaultaccount={d}"));
                 }
                 for w in set.words() {
                     push(&w);
@@ -546,6 +611,32 @@ impl Command {
             Command::Reparent { .. } => {}
         }
         c
+    }
+
+    /// A multi-account `add user` as one-account adds, `account` first, none naming a
+    /// default: a user's first association on a cluster becomes its DefaultAccount, and the
+    /// batch names `account` as the default of its (new) users, so the singles end in the same
+    /// state. Any other command comes back as is.
+    pub fn split_accounts(&self) -> Vec<Command> {
+        match self {
+            Command::AddUser { cluster, users, account, partition, set, more_accounts, .. }
+                if !more_accounts.is_empty() =>
+            {
+                std::iter::once(account)
+                    .chain(more_accounts)
+                    .map(|a| Command::AddUser {
+                        cluster: cluster.clone(),
+                        users: users.clone(),
+                        account: a.clone(),
+                        partition: partition.clone(),
+                        set: set.clone(),
+                        more_accounts: Vec::new(),
+                        default_account: None,
+                    })
+                    .collect()
+            }
+            _ => vec![self.clone()],
+        }
     }
 
     /// The cluster an association command acts on (None for QoS commands).
@@ -796,10 +887,14 @@ impl Command {
             }
             ("add", "user") => {
                 let users = parse_names(w.next()?, NameKind::User)?;
-                let account = parse_name(w.kv("account")?, NameKind::Account)?;
+                let mut more_accounts = parse_names(w.kv("account")?, NameKind::Account)?;
+                let account = more_accounts.remove(0);
                 let cluster = parse_name(w.kv("cluster")?, NameKind::Cluster)?;
                 let partition = w.opt_kv("partition").map(|p| parse_name(p, NameKind::Partition)).transpose()?;
-                Command::AddUser { cluster, users, account, partition, set: AssocSet::from_words(w.rest())? }
+                let default_account =
+                    w.opt_kv("defaultaccount").map(|d| parse_name(d, NameKind::Account)).transpose()?;
+                let set = AssocSet::from_words(w.rest())?;
+                Command::AddUser { cluster, users, account, partition, set, more_accounts, default_account }
             }
             ("modify", "user") => {
                 w.expect("where")?;
@@ -919,6 +1014,17 @@ mod tests {
                 account: n("p"),
                 partition: Some(n("gpu")),
                 set: set.clone(),
+                more_accounts: vec![],
+                default_account: None,
+            },
+            Command::AddUser {
+                cluster: c.clone(),
+                users: vec![n("u"), n("v")],
+                account: n("p"),
+                partition: None,
+                set: set.clone(),
+                more_accounts: vec![n("q"), n("r")],
+                default_account: Some(n("p")),
             },
             Command::ModifyUser { cluster: c.clone(), users: vec![n("u")], account: n("p"), partition: None, set },
             Command::SetDefaultAccount { cluster: c.clone(), users: vec![n("u"), n("v")], account: n("p") },

@@ -183,25 +183,43 @@ impl Sim {
                     c.accounts.remove_leaf(n.as_str()).map_err(SimError)?;
                 }
             }
-            Command::AddUser { cluster, users, account, partition, set } => {
+            Command::AddUser { cluster, users, account, partition, set, more_accounts, default_account } => {
                 let mut assoc = Assoc::default();
                 set.apply_to(&mut assoc);
                 self.check_qos_exist(&assoc.qos, assoc.default_qos.as_ref())?;
+                let accounts: Vec<&Name> = std::iter::once(account).chain(more_accounts).collect();
+                if let Some(d) = default_account
+                    && !accounts.contains(&d)
+                {
+                    return err(format!("default account `{d}` is not one of the accounts added"));
+                }
                 let c = self.cluster_mut(cluster)?;
-                if !c.accounts.contains(account.as_str()) {
-                    return err(format!("no account `{account}` on cluster `{cluster}`"));
+                for a in &accounts {
+                    if !c.accounts.contains(a.as_str()) {
+                        return err(format!("no account `{a}` on cluster `{cluster}`"));
+                    }
                 }
                 let mut added = Vec::new();
+                // Users outer, accounts inner, as sacctmgr walks them: a new user's first
+                // association becomes its default unless the command names one (which then
+                // becomes the default of every user listed, new or not).
                 for u in users {
-                    let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
-                    if c.users.contains_key(&key) {
-                        return err(format!("user association {} already exists (a no-op)", show_key(&key)));
+                    for a in &accounts {
+                        let key = UserKey { account: (*a).clone(), user: u.clone(), partition: partition.clone() };
+                        if c.users.contains_key(&key) {
+                            return err(format!("user association {} already exists (a no-op)", show_key(&key)));
+                        }
+                        c.users.insert(key, assoc.clone());
+                        c.defaults.entry(u.clone()).or_insert_with(|| (*a).clone());
+                        added.push(u.clone());
                     }
-                    c.users.insert(key, assoc.clone());
-                    c.defaults.entry(u.clone()).or_insert_with(|| account.clone());
-                    added.push(u.clone());
+                    if let Some(d) = default_account {
+                        c.defaults.insert(u.clone(), d.clone());
+                    }
                 }
-                check_users(c, account, users)?;
+                for a in &accounts {
+                    check_users(c, a, users)?;
+                }
                 for u in added {
                     *self.user_assocs.entry((cluster.clone(), u)).or_insert(0) += 1;
                 }
