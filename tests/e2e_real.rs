@@ -275,9 +275,8 @@ fn default_accounts_never_dangle_and_users_are_batched() {
     };
     // users get hpc_a_old as their default
     let r = site.converge(&yaml(&users.join(", "), true));
-    // batched: the same 30 new users in both accounts, one add naming their default
-    assert_eq!(r.stderr.matches("add user").count(), 1, "user adds were not batched:\n{}", r.stderr);
-    assert!(r.stderr.contains("defaultaccount=hpc_a_old"), "{}", r.stderr);
+    // batched: 30 users per account in one add each (too many to add to both accounts at once)
+    assert_eq!(r.stderr.matches("add user").count(), 2, "user adds were not batched:\n{}", r.stderr);
     assert!(defaults(&c).iter().filter(|r| r.ends_with("|hpc_a_old")).count() == 30);
 
     // now delete hpc_a_old: step by step, checking defaults after each step
@@ -322,6 +321,35 @@ fn default_accounts_never_dangle_and_users_are_batched() {
     let d = site.desired("version: 1\nmanaged:\n  prefixes: [hpc_]\nclusters:\n  CLUSTER:\n    accounts: {}\n");
     let p = slurmplan(&["plan", "-d", dir_str(&d)]);
     assert_eq!(p.code, 0, "{}", p.stderr);
+}
+
+/// A small team joining two new allocations: one `add user` for both accounts, naming the
+/// default the users want (not the first account), so no DefaultAccount move follows.
+#[test]
+fn small_team_joins_two_allocations_in_one_add() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("team");
+    let c = site.cluster.clone();
+    let team: Vec<String> = (0..6).map(|i| format!("tm{i}")).collect();
+    let yaml = format!(
+        "version: 1\nmanaged:\n  prefixes: [hpc_]\nclusters:\n  CLUSTER:\n    accounts:\n      hpc_p: {{}}\n      hpc_a_cpu:\n        parent: hpc_p\n        users: [{0}]\n      hpc_a_gpu:\n        parent: hpc_p\n        users: [{0}]\n    users:\n{1}",
+        team.join(", "),
+        team.iter().map(|u| format!("      {u}: {{default_account: hpc_a_gpu}}\n")).collect::<String>()
+    );
+    let r = site.converge(&yaml);
+    assert_eq!(r.stderr.matches("add user").count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("account=hpc_a_gpu,hpc_a_cpu"), "{}", r.stderr);
+    assert!(r.stderr.contains("defaultaccount=hpc_a_gpu"), "{}", r.stderr);
+    assert!(!r.stderr.contains("set defaultaccount"), "{}", r.stderr);
+    let rows = assocs(&c);
+    for u in &team {
+        for a in ["hpc_a_cpu", "hpc_a_gpu"] {
+            assert!(rows.iter().any(|r| r.starts_with(&format!("{a}|{u}|"))), "{u} not in {a}: {rows:?}");
+        }
+    }
+    assert_eq!(defaults(&c).iter().filter(|r| r.ends_with("|hpc_a_gpu")).count(), team.len(), "{:?}", defaults(&c));
 }
 
 /// A second cluster on the same slurmdbd is planned independently; a stale plan is refused.

@@ -965,3 +965,43 @@ default u0 p0
 ";
     assert_pair_ok(current, desired);
 }
+
+/// A small team joining several new accounts is one `add user` naming the default they want;
+/// past `CROSS_ADD_MAX_USERS` (24) it is one `add user` per account (slurmdbd adds
+/// multi-account associations several times slower each).
+#[test]
+fn small_teams_join_several_accounts_in_one_add() {
+    let adds = |team: usize| -> Vec<Command> {
+        let mut desired = format!(
+            "{QOS_AB}
+cluster c1
+account root - qos=normal def=normal
+account x root qos=inherit def=-
+account y root qos=inherit def=-
+account z root qos=inherit def=-
+"
+        );
+        for i in 0..team {
+            desired.push_str(&format!("user t{i:02} x - qos=inherit def=-\nuser t{i:02} y - qos=inherit def=-\n"));
+            desired.push_str(&format!("user t{i:02} z - qos=inherit def=-\ndefault t{i:02} y\n"));
+        }
+        let current = format!("{QOS_AB}\ncluster c1\naccount root - qos=normal def=normal\n");
+        let plan = check_pair(&parse_spec(&current), &parse_spec(&desired)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !plan.steps.iter().any(|s| matches!(s.command, Command::SetDefaultAccount { .. })) || team > 24,
+            "the add should name the wanted default"
+        );
+        plan.steps.into_iter().map(|s| s.command).filter(|c| matches!(c, Command::AddUser { .. })).collect()
+    };
+    let small = adds(24);
+    assert_eq!(small.len(), 1, "{small:?}");
+    let Command::AddUser { account, more_accounts, default_account, users, .. } = &small[0] else { unreachable!() };
+    assert_eq!((account.as_str(), users.len()), ("y", 24));
+    assert_eq!(more_accounts.iter().map(|a| a.as_str()).collect::<Vec<_>>(), ["x", "z"]);
+    assert_eq!(default_account.as_ref().map(|a| a.as_str()), Some("y"));
+    let large = adds(25);
+    assert_eq!(large.len(), 3, "{large:?}");
+    assert!(large.iter().all(
+        |c| matches!(c, Command::AddUser { more_accounts, default_account: None, .. } if more_accounts.is_empty())
+    ));
+}
