@@ -444,6 +444,13 @@ pub fn build_clusters(
         /// (a sorted bulk build is much cheaper than a million inserts).
         users: Vec<(UserKey, usize, Assoc)>,
     }
+    // User rows per cluster, to size each cluster's list once (a million rows grown by
+    // doubling cost ~0.3 s of copying and page faults).
+    let mut user_rows: HashMap<&Name, usize> = HashMap::new();
+    for row in rows.iter().filter(|r| r.user.is_some()) {
+        *user_rows.entry(&row.cluster).or_default() += 1;
+    }
+    let user_rows: HashMap<Name, usize> = user_rows.into_iter().map(|(k, v)| (k.clone(), v)).collect();
     let mut per: BTreeMap<Name, Pending> = BTreeMap::new();
     let mut unknown: BTreeSet<Name> = BTreeSet::new();
     for row in rows {
@@ -459,7 +466,7 @@ pub fn build_clusters(
         let p = per.entry(row.cluster.clone()).or_insert_with(|| Pending {
             accounts: Vec::new(),
             lines: HashMap::new(),
-            users: Vec::new(),
+            users: Vec::with_capacity(user_rows.get(&row.cluster).copied().unwrap_or(0)),
         });
         match row.user {
             None => {
