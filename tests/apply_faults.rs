@@ -336,6 +336,41 @@ fn live_read_is_a_fixed_number_of_calls() {
     assert_eq!(reads(&site, big.join("desired.yaml").to_str().unwrap()), 6);
 }
 
+/// The live reads are separate calls: a writer between them leaves them out of step (here a
+/// cluster appears in the association read that the clusters read did not list). slurmplan
+/// reads again, up to 3 times, and says so; after 3 failures it stops with the diagnostics,
+/// and nothing is written. Cron's `drift` stays quiet about a retry that worked.
+#[test]
+fn reads_that_do_not_fit_together_are_taken_again() {
+    let reads =
+        |site: &Site| std::fs::read_to_string(site.state().join("argv.log")).unwrap_or_default().lines().count();
+    let site = Site::new();
+    let r = site.slurmplan(&["plan", "-d", DESIRED], &[("FAKE_SACCTMGR_RACE_READS", "2")]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stderr.matches("reading again").count(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cluster `racing` is not in clusters.txt"), "{}", r.stderr);
+    assert_eq!(reads(&site), 18);
+    assert!(r.stdout.contains("will perform the following actions"), "{}", r.stdout);
+
+    let site = Site::new();
+    let r = site.apply_with(&[("FAKE_SACCTMGR_RACE_READS", "3")], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("cannot parse, 3 reads in a row"), "{}", r.stderr);
+    assert!(r.stderr.contains("live:assocs.txt"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0, "nothing may be written");
+
+    let site = Site::new();
+    let r = site.slurmplan(&["drift", "-d", DESIRED], &[("FAKE_SACCTMGR_RACE_READS", "1")]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(!r.stderr.contains("reading again"), "{}", r.stderr);
+
+    let site = Site::new();
+    let out = site.path("snap");
+    let r = site.slurmplan(&["dump", "-o", out.to_str().unwrap()], &[("FAKE_SACCTMGR_RACE_READS", "1")]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(!std::fs::read_to_string(out.join("assocs.txt")).unwrap().contains("racing|"));
+}
+
 /// Without --sacctmgr, `--agent-config` takes sacctmgr from the site-agent config's
 /// `slurm_bin_path`; an explicit --sacctmgr still wins.
 #[test]

@@ -10,7 +10,9 @@
 //! `FAKE_SACCTMGR_FAIL_AT=K` (DefaultQOS rejection on stderr, exit 0, nothing changed),
 //! `FAKE_SACCTMGR_NOOP_AT=K` (` Nothing modified`, exit 1), `FAKE_SACCTMGR_LIE_AT=K` (success
 //! words, nothing changed), `FAKE_SACCTMGR_HANG_AT=K` (sleeps an hour), `FAKE_SACCTMGR_KILL_AT=K`
-//! (SIGKILLs itself), `FAKE_SACCTMGR_DOWN=1` (every call: connection refused, exit 1).
+//! (SIGKILLs itself), `FAKE_SACCTMGR_DOWN=1` (every call: connection refused, exit 1),
+//! `FAKE_SACCTMGR_RACE_READS=N` (the first N association reads list a cluster the clusters
+//! read does not: a writer between the reads).
 //! Every argv is appended as one JSON line to `argv.log` in the directory.
 
 use std::fmt::Write as _;
@@ -20,7 +22,7 @@ use std::path::{Path, PathBuf};
 use slurmplan::model::{ClusterState, Name, QosList, State, Tres};
 use slurmplan::sacctmgr::command::{AssocSet, Command, QosSet, Scalar, TresLimit};
 use slurmplan::sacctmgr::parse::{format_duration, write_state};
-use slurmplan::sacctmgr::reads::READS;
+use slurmplan::sacctmgr::reads::{ASSOCS, READS};
 use slurmplan::sacctmgr::sim::{Sim, SimError};
 use slurmplan::sacctmgr::snapshot;
 
@@ -72,6 +74,7 @@ fn run() -> Reply {
     }
     if let Some(read) = READS.iter().find(|r| r.args.iter().copied().eq(rest.iter().map(String::as_str))) {
         return match std::fs::read_to_string(dir.join(read.file)) {
+            Ok(text) if read.file == ASSOCS && raced(&dir) => reply(with_racing_cluster(text), "", 0),
             Ok(text) => reply(text, "", 0),
             Err(e) => reply("", format!("sacctmgr: error: fake cannot read {}: {e}\n", read.file), 1),
         };
@@ -122,6 +125,31 @@ fn run() -> Reply {
         },
         Err(e) => failure(&cmd, &state, &sim.state, &e),
     }
+}
+
+/// `FAKE_SACCTMGR_RACE_READS=N`: the first N association reads (counted in `races`) happen
+/// while another tool is adding a cluster (see [`with_racing_cluster`]).
+fn raced(dir: &Path) -> bool {
+    let Some(n) = env_at("FAKE_SACCTMGR_RACE_READS") else { return false };
+    let path = dir.join("races");
+    let k = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(0) + 1;
+    let _ = std::fs::write(&path, format!("{k}\n"));
+    k <= n
+}
+
+/// The association rows as read while a cluster `racing` is being added: its root row is
+/// there, but the clusters read (taken before) does not list it.
+fn with_racing_cluster(mut text: String) -> String {
+    let is_root_row = |l: &&str| {
+        let cells: Vec<&str> = l.split('|').collect();
+        cells.get(1) == Some(&"root") && cells.get(2) == Some(&"")
+    };
+    let root_row = text.lines().find(is_root_row).map(|l| {
+        let rest = l.split_once('|').map(|(_, r)| r).unwrap_or("");
+        format!("racing|{rest}\n")
+    });
+    text.push_str(&root_row.unwrap_or_default());
+    text
 }
 
 /// Count this write call; returns its 1-based number.

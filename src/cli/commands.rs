@@ -103,18 +103,33 @@ pub fn read_state(g: &Global, dir: Option<&Path>, progress: bool) -> Result<Stat
             if progress {
                 eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
             }
-            let raw = live::read_all(&r).map_err(|e| {
-                Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
-                    "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",
-                )
-            })?;
-            parse::parse_state(&raw).map_err(|mut d| {
-                print_diags(&mut d);
-                Failure::new("sacctmgr printed output slurmplan cannot parse")
-                    .hint("run `slurmplan dump -o DIR` and attach DIR to a bug report")
-            })
+            read_live(&r, progress).map(|(_, state)| state)
         }
     }
+}
+
+/// The live reads, taken again while they do not fit together (`live::read_consistent`); a
+/// note on stderr per retry when `progress` (cron reports stay quiet unless it fails).
+fn read_live(r: &dyn slurmplan::sacctmgr::runner::Runner, progress: bool) -> Result<(parse::RawReads, State), Failure> {
+    let retrying = |attempt: usize, d: &[Diagnostic]| {
+        if progress {
+            let first = d.first().map(|d| d.message.as_str()).unwrap_or("");
+            eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
+        }
+    };
+    live::read_consistent(r, retrying).map_err(|e| match e {
+        live::ReadError::Live(e) => Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
+            "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",
+        ),
+        live::ReadError::Unparsable(mut d) => {
+            print_diags(&mut d);
+            Failure::new(format!(
+                "sacctmgr printed output slurmplan cannot parse, {} reads in a row",
+                live::READ_ATTEMPTS
+            ))
+            .hint("if another tool was changing slurmdbd meanwhile, run again when it is done; if not, the lines above are a slurmplan bug worth reporting with the rows they quote")
+        }
+    })
 }
 
 pub fn load_desired(path: &Path) -> Result<desired::Desired, Failure> {
@@ -374,16 +389,8 @@ fn validate(a: ValidateArgs) -> Outcome {
 fn dump(g: &Global, a: DumpArgs) -> Outcome {
     let r = runner(g)?;
     let version = live::version(&r).map_err(|e| Failure::new("cannot run `sacctmgr -V`").cause(e.to_string()))?;
-    let raw = live::read_all(&r).map_err(|e| {
-        Failure::new("cannot read the current state from sacctmgr")
-            .cause(e.to_string())
-            .hint("check that slurmdbd is up")
-    })?;
-    // Parse before writing: a snapshot slurmplan cannot read back is not written.
-    let state = parse::parse_state(&raw).map_err(|mut d| {
-        print_diags(&mut d);
-        Failure::new("sacctmgr printed output slurmplan cannot parse; nothing was written")
-    })?;
+    // Parsed before writing: a snapshot slurmplan cannot read back is not written.
+    let (raw, state) = read_live(&r, true).map_err(|f| f.cause("no snapshot was written"))?;
     let clusters = state.clusters.keys().map(|c| c.to_string()).collect();
     let manifest = snapshot::Manifest::new(version, slurmplan::apply::rfc3339(std::time::SystemTime::now()), clusters);
     snapshot::write_dir(&a.output, &raw.to_files(), &manifest)

@@ -4,9 +4,11 @@
 //! accounts. A failing read is an error naming the command and sacctmgr's message; nothing is
 //! guessed from partial output. No printing.
 
-use super::parse::{RawReads, Source};
+use super::parse::{self, RawReads, Source};
 use super::reads::{self, READS};
 use super::runner::{Output, RunError, Runner};
+use crate::diag::Diagnostic;
+use crate::model::State;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
@@ -64,4 +66,41 @@ pub fn read_all(runner: &dyn Runner) -> Result<RawReads, LiveError> {
         }
     }
     Ok(raw)
+}
+
+/// How many times [`read_consistent`] takes the reads before it gives up.
+pub const READ_ATTEMPTS: usize = 3;
+
+/// Why [`read_consistent`] has no state.
+#[derive(Debug)]
+pub enum ReadError {
+    Live(LiveError),
+    /// The reads did not parse together on any of the [`READ_ATTEMPTS`] attempts; the
+    /// diagnostics are the last attempt's.
+    Unparsable(Vec<Diagnostic>),
+}
+
+/// Take every read and parse them together, reading again when they do not fit.
+///
+/// The reads are separate sacctmgr calls, not one transaction: a writer between them (another
+/// agent, an admin) can leave them out of step, e.g. associations of a cluster that was added
+/// after `clusters.txt` was read. Such a read is taken again, up to [`READ_ATTEMPTS`] times in
+/// all; `retrying(attempt, diagnostics)` is told before each new attempt. Output that never
+/// parses (a real parser gap) fails after the last attempt with its diagnostics.
+pub fn read_consistent(
+    runner: &dyn Runner,
+    mut retrying: impl FnMut(usize, &[Diagnostic]),
+) -> Result<(RawReads, State), ReadError> {
+    let mut attempt = 1;
+    loop {
+        let raw = read_all(runner).map_err(ReadError::Live)?;
+        match parse::parse_state(&raw) {
+            Ok(state) => return Ok((raw, state)),
+            Err(diags) if attempt >= READ_ATTEMPTS => return Err(ReadError::Unparsable(diags)),
+            Err(diags) => {
+                attempt += 1;
+                retrying(attempt, &diags);
+            }
+        }
+    }
 }
