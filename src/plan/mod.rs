@@ -160,16 +160,20 @@ pub fn unbatch(plan: &mut Plan) {
 
 /// Diff and order: the whole planning pipeline on two complete states.
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    let changes = diff::diff(current, desired);
-    let (steps, mut lints) = build::build_steps_and_lints(current, desired, &changes)?;
-    lints.extend(lints::lint(current, desired, &changes, &steps));
-    lints::sort(&mut lints);
+    // The fingerprint reads only `current`: hash it on a second core meanwhile (~0.2 s at a
+    // million associations).
+    let (fingerprint, planned) = std::thread::scope(|s| {
+        let fp = s.spawn(|| fingerprint(current));
+        let planned = plan_steps(current, desired);
+        (fp.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), planned)
+    });
+    let (changes, steps, lints) = planned?;
     let changes: Vec<PlannedChange> =
         changes.into_iter().map(|c| PlannedChange { address: c.address(), action: c.action(), change: c }).collect();
     Ok(Plan {
         format_version: FORMAT_VERSION,
         generator: format!("slurmplan {}", env!("CARGO_PKG_VERSION")),
-        current_fingerprint: fingerprint(current),
+        current_fingerprint: fingerprint,
         desired_hash: desired_hash.to_string(),
         summary: summarize(&changes),
         changes,
@@ -177,4 +181,15 @@ pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result
         warnings: Vec::new(),
         lints,
     })
+}
+
+/// The diff, the ordered steps and the sorted lints.
+type Planned = (Vec<diff::Change>, Vec<Step>, Vec<lints::Lint>);
+
+fn plan_steps(current: &State, desired: &State) -> Result<Planned, PlanError> {
+    let changes = diff::diff(current, desired);
+    let (steps, mut lints) = build::build_steps_and_lints(current, desired, &changes)?;
+    lints.extend(lints::lint(current, desired, &changes, &steps));
+    lints::sort(&mut lints);
+    Ok((changes, steps, lints))
 }
