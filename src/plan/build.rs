@@ -171,17 +171,19 @@ fn user_addr(c: &Name, k: &UserKey) -> String {
 
 /// Build the ordered steps. `changes` are the diff of the same two states (used for causes).
 pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Result<Vec<Step>, PlanError> {
-    build_steps_and_lints(current, desired, changes).map(|(steps, _)| steps)
+    build_steps_and_lints(Sim::new(current.clone()), desired, changes).map(|(steps, _)| steps)
 }
 
 /// The ordered steps and the SP004 lints of their QoS-swap steps.
+/// `sim` starts from the current state (`Sim::new(current.clone())`; the caller may build it
+/// while it diffs).
 pub fn build_steps_and_lints(
-    current: &State,
+    sim: Sim,
     desired: &State,
     changes: &[Change],
 ) -> Result<(Vec<Step>, Vec<Lint>), PlanError> {
     let mut b = Builder {
-        sim: Sim::new(current.clone()),
+        sim,
         steps: Vec::new(),
         changed: changes.iter().map(Change::address).collect(),
         touched: touched_by(changes),

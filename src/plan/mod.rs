@@ -15,6 +15,7 @@ use crate::diff::{self, Action, Change};
 use crate::model::State;
 use crate::model::fingerprint::fingerprint;
 use crate::sacctmgr::command::Command;
+use crate::sacctmgr::sim::Sim;
 
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -187,8 +188,14 @@ pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result
 type Planned = (Vec<diff::Change>, Vec<Step>, Vec<lints::Lint>);
 
 fn plan_steps(current: &State, desired: &State) -> Result<Planned, PlanError> {
-    let changes = diff::diff(current, desired);
-    let (steps, mut lints) = build::build_steps_and_lints(current, desired, &changes)?;
+    // The planner's model starts as a copy of `current` (~0.25 s at a million associations):
+    // built on a second core while the diff runs.
+    let (changes, sim) = std::thread::scope(|s| {
+        let sim = s.spawn(|| Sim::new(current.clone()));
+        let changes = diff::diff(current, desired);
+        (changes, sim.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let (steps, mut lints) = build::build_steps_and_lints(sim, desired, &changes)?;
     lints.extend(lints::lint(current, desired, &changes, &steps));
     lints::sort(&mut lints);
     Ok((changes, steps, lints))
