@@ -655,8 +655,11 @@ impl<'a> Loader<'a> {
         let mut cluster = DesiredCluster::default();
         // account -> (key node, parent value node)
         let mut declared: BTreeMap<Name, (&SNode, Option<&SNode>)> = BTreeMap::new();
-        // Every declared user association, in file order (one sorted bulk build below).
-        let mut user_assocs: Vec<(UserKey, Assoc)> = Vec::new();
+        // Every declared user association, in file order (one sorted bulk build below); sized
+        // once, as are their locations: a million entries grown by doubling cost ~0.2 s.
+        let declared_users = f.get("accounts").map_or(0, count_user_entries);
+        let mut user_assocs: Vec<(UserKey, Assoc)> = Vec::with_capacity(declared_users);
+        locations.reserve_user_assocs(cname, declared_users);
 
         if let Some(accts) = f.get("accounts") {
             for e in self.entries(accts, &format!("{what}.accounts")) {
@@ -1052,6 +1055,22 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// How many entries the `users` lists under an `accounts` mapping hold (an upper bound of the
+/// user associations it declares; malformed parts count as nothing).
+fn count_user_entries(accounts: &SNode) -> usize {
+    let Node::Map(entries) = &accounts.value else { return 0 };
+    entries
+        .iter()
+        .filter_map(|(_, account)| match &account.value {
+            Node::Map(fields) => fields.iter().find_map(|(k, v)| match (&k.value, &v.value) {
+                (Node::Str(key), Node::Seq(items)) if key == "users" => Some(items.len()),
+                _ => None,
+            }),
+            _ => None,
+        })
+        .sum()
 }
 
 #[cfg(test)]

@@ -74,6 +74,11 @@ impl Locations {
         }
     }
 
+    /// Room for `n` more user-association locations on `cluster`.
+    pub(crate) fn reserve_user_assocs(&mut self, cluster: &Name, n: usize) {
+        self.user_assocs.entry(cluster.clone()).or_default().reserve(n);
+    }
+
     fn get(&self, decl: &Decl) -> Option<(u32, u32)> {
         match decl {
             Decl::UserAssoc(cluster, key) => {
