@@ -286,13 +286,19 @@ pub fn build_plan(
     let mut d = report_desired(desired_path, loaded)?;
     select_clusters(g, &mut d)?;
     let current = current?;
-    let resolved = resolve(&d, &current)?;
+    // Resolve uses one core; the planner's part of the current state is prepared on the other.
+    let (resolved, prepared) = std::thread::scope(|s| {
+        let prepared = s.spawn(|| plan::Prepared::new(&current));
+        (resolve(&d, &current), prepared.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let resolved = resolved?;
     t.mark("resolve");
     let partial = match targets {
         [] => None,
         _ => Some(targeted(&current, &resolved.state, targets)?),
     };
-    let mut plan = plan::make_plan(&current, partial.as_ref().unwrap_or(&resolved.state), &d.hash).map_err(|e| {
+    let desired = partial.as_ref().unwrap_or(&resolved.state);
+    let mut plan = plan::make_plan_prepared(prepared, &current, desired, &d.hash).map_err(|e| {
         Failure::new("cannot build a safe plan")
             .cause(e.to_string())
             .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file")

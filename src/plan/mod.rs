@@ -159,22 +159,58 @@ pub fn unbatch(plan: &mut Plan) {
     plan.steps = out;
 }
 
+/// What planning needs from the current state alone: its fingerprint and the planner's model
+/// of it (a copy; ~0.4 s together at a million associations). A caller with other work to do
+/// first (resolving the desired file) builds it on another core meanwhile.
+pub struct Prepared {
+    fingerprint: String,
+    sim: Sim,
+}
+
+impl Prepared {
+    pub fn new(current: &State) -> Prepared {
+        Prepared { fingerprint: fingerprint(current), sim: Sim::new(current.clone()) }
+    }
+}
+
 /// Diff and order: the whole planning pipeline on two complete states.
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    // The fingerprint reads only `current`: hash it on a second core meanwhile (~0.2 s at a
-    // million associations).
-    let (fingerprint, planned) = std::thread::scope(|s| {
-        let fp = s.spawn(|| fingerprint(current));
-        let planned = plan_steps(current, desired);
-        (fp.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), planned)
+    // Nothing else to overlap with here: prepare on a second core while the diff runs.
+    let (prepared, changes) = std::thread::scope(|s| {
+        let prepared = s.spawn(|| Prepared::new(current));
+        let changes = diff::diff(current, desired);
+        (prepared.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), changes)
     });
-    let (changes, steps, lints) = planned?;
+    plan_changes(prepared, changes, current, desired, desired_hash)
+}
+
+/// [`make_plan`] with the current state's part already prepared (`Prepared::new(current)`).
+pub fn make_plan_prepared(
+    prepared: Prepared,
+    current: &State,
+    desired: &State,
+    desired_hash: &str,
+) -> Result<Plan, PlanError> {
+    let changes = diff::diff(current, desired);
+    plan_changes(prepared, changes, current, desired, desired_hash)
+}
+
+fn plan_changes(
+    prepared: Prepared,
+    changes: Vec<Change>,
+    current: &State,
+    desired: &State,
+    desired_hash: &str,
+) -> Result<Plan, PlanError> {
+    let (steps, mut lints) = build::build_steps_and_lints(prepared.sim, desired, &changes)?;
+    lints.extend(lints::lint(current, desired, &changes, &steps));
+    lints::sort(&mut lints);
     let changes: Vec<PlannedChange> =
         changes.into_iter().map(|c| PlannedChange { address: c.address(), action: c.action(), change: c }).collect();
     Ok(Plan {
         format_version: FORMAT_VERSION,
         generator: format!("slurmplan {}", env!("CARGO_PKG_VERSION")),
-        current_fingerprint: fingerprint,
+        current_fingerprint: prepared.fingerprint,
         desired_hash: desired_hash.to_string(),
         summary: summarize(&changes),
         changes,
@@ -182,21 +218,4 @@ pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result
         warnings: Vec::new(),
         lints,
     })
-}
-
-/// The diff, the ordered steps and the sorted lints.
-type Planned = (Vec<diff::Change>, Vec<Step>, Vec<lints::Lint>);
-
-fn plan_steps(current: &State, desired: &State) -> Result<Planned, PlanError> {
-    // The planner's model starts as a copy of `current` (~0.25 s at a million associations):
-    // built on a second core while the diff runs.
-    let (changes, sim) = std::thread::scope(|s| {
-        let sim = s.spawn(|| Sim::new(current.clone()));
-        let changes = diff::diff(current, desired);
-        (changes, sim.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
-    let (steps, mut lints) = build::build_steps_and_lints(sim, desired, &changes)?;
-    lints.extend(lints::lint(current, desired, &changes, &steps));
-    lints::sort(&mut lints);
-    Ok((changes, steps, lints))
 }
