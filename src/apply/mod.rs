@@ -9,8 +9,10 @@ pub mod outcome;
 
 use std::time::{Instant, SystemTime};
 
-use crate::model::State;
+use crate::diff::{self, Change};
+use crate::model::{Name, State};
 use crate::plan::{Plan, Step};
+use crate::sacctmgr::command::Command;
 use crate::sacctmgr::runner::{Output, Runner};
 use crate::sacctmgr::sim::Sim;
 use journal::{Entry, Journal};
@@ -137,4 +139,79 @@ pub fn expected_state(current: &State, plan: &Plan) -> Option<State> {
         sim.apply(&s.command).ok()?;
     }
     Some(sim.state)
+}
+
+/// What an applied plan left different from `expected` in the state read `after` it: the diff
+/// of both, limited to what the plan acts on (its clusters, and the QoS objects and account
+/// records its commands name). Another writer changing other clusters meanwhile is not this
+/// apply's failure; anything else that differs is.
+pub fn unconverged(after: &State, expected: &State, plan: &Plan) -> Vec<Change> {
+    let mut clusters: Vec<&Name> = Vec::new();
+    let mut qos: Vec<&Name> = Vec::new();
+    let mut records: Vec<&Name> = Vec::new();
+    for step in &plan.steps {
+        let c = &step.command;
+        match c {
+            Command::AddQos { names, .. } | Command::ModifyQos { names, .. } | Command::DeleteQos { names } => {
+                qos.extend(names)
+            }
+            Command::AddAccount { names, .. }
+            | Command::ModifyAccountRecord { names, .. }
+            | Command::DeleteAccount { names, .. } => records.extend(names),
+            _ => {}
+        }
+        clusters.extend(c.cluster());
+    }
+    let scope = |s: &State| State {
+        clusters: s
+            .clusters
+            .iter()
+            .filter(|(k, _)| clusters.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        qos: s.qos.iter().filter(|(k, _)| qos.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        accounts: s.accounts.iter().filter(|(k, _)| records.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect(),
+    };
+    diff::diff(&scope(after), &scope(expected))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ClusterState, Qos};
+
+    fn site_a() -> (State, Plan) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/site-a");
+        let current = crate::sacctmgr::snapshot::load(&root.join("state")).unwrap_or_else(|d| panic!("{d:#?}"));
+        let desired = crate::desired::load_file(&root.join("desired.yaml")).unwrap_or_else(|d| panic!("{d:#?}"));
+        let resolved = crate::desired::resolve::resolve(&desired, &current).unwrap_or_else(|d| panic!("{d:#?}"));
+        let plan = crate::plan::make_plan(&current, &resolved.state, "x").unwrap();
+        (current, plan)
+    }
+
+    /// Verification looks at what the plan acts on: another writer's cluster or QoS is not a
+    /// failure of this apply; a difference on the plan's own cluster is.
+    #[test]
+    fn verification_is_limited_to_what_the_plan_acts_on() {
+        let (current, plan) = site_a();
+        assert!(!plan.steps.is_empty());
+        let expected = expected_state(&current, &plan).unwrap();
+        assert!(unconverged(&expected, &expected, &plan).is_empty());
+
+        let mut after = expected.clone();
+        let other = Name::strict("elsewhere", crate::model::NameKind::Cluster).unwrap();
+        after.clusters.insert(other, ClusterState::with_root());
+        let q = Name::strict("someone_elses", crate::model::NameKind::Qos).unwrap();
+        after.qos.insert(q, Qos::default());
+        assert!(unconverged(&after, &expected, &plan).is_empty(), "{:?}", unconverged(&after, &expected, &plan));
+
+        // the plan's own cluster: a user association it should have removed is still there
+        let (cname, c) = current.clusters.iter().next().unwrap();
+        let gone = c.users.keys().find(|k| !expected.clusters[cname].users.contains_key(*k)).expect("a removal");
+        let mut after = expected.clone();
+        let a = c.users[gone].clone();
+        after.clusters.get_mut(cname).unwrap().users.insert(gone.clone(), a);
+        let left = unconverged(&after, &expected, &plan);
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
 }

@@ -7,7 +7,6 @@ use std::time::{Duration, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use slurmplan::apply::{self, Observer, journal::Journal, lock};
-use slurmplan::diff;
 use slurmplan::model::fingerprint::fingerprint;
 use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
@@ -200,7 +199,7 @@ fn execute(
             .code(EXIT_PARTIAL));
     };
     let after = current_state(g, None)?;
-    let left = diff::diff(&after, &expected);
+    let left = apply::unconverged(&after, &expected, &plan);
     let _ = journal.event(&serde_json::json!({"verify": if left.is_empty() { "converged" } else { "not converged" }, "remaining": left.iter().map(|c| c.address()).collect::<Vec<_>>()}));
     if !left.is_empty() {
         let mut f = Failure::new(format!("apply finished but {} object(s) did not converge", left.len()));
