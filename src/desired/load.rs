@@ -71,9 +71,9 @@ pub(super) fn load(path: &Path, text: &str) -> Result<Desired, Vec<Diagnostic>> 
 
 /// One mapping entry whose key is a scalar.
 struct Entry<'n> {
-    key: &'n SNode,
+    key: &'n SNode<'n>,
     text: String,
-    value: &'n SNode,
+    value: &'n SNode<'n>,
 }
 
 /// The known keys of a struct-like mapping.
@@ -82,10 +82,10 @@ struct Fields<'n> {
 }
 
 impl<'n> Fields<'n> {
-    fn get(&self, key: &str) -> Option<&'n SNode> {
+    fn get(&self, key: &str) -> Option<&'n SNode<'n>> {
         self.map.get(key).map(|e| e.value)
     }
-    fn key(&self, key: &str) -> Option<&'n SNode> {
+    fn key(&self, key: &str) -> Option<&'n SNode<'n>> {
         self.map.get(key).map(|e| e.key)
     }
 }
@@ -144,7 +144,7 @@ impl<'a> Loader<'a> {
     // ---- structure ---------------------------------------------------------------------
 
     /// The entries of a mapping (null counts as empty), with scalar keys.
-    fn entries<'n>(&mut self, node: &'n SNode, what: &str) -> Vec<Entry<'n>> {
+    fn entries<'n>(&mut self, node: &'n SNode<'n>, what: &str) -> Vec<Entry<'n>> {
         let items = match &node.value {
             Node::Null => return Vec::new(),
             Node::Map(items) => items,
@@ -169,7 +169,7 @@ impl<'a> Loader<'a> {
     }
 
     /// A struct-like mapping: unknown and repeated keys are errors.
-    fn fields<'n>(&mut self, node: &'n SNode, what: &str, allowed: &[&'static str]) -> Fields<'n> {
+    fn fields<'n>(&mut self, node: &'n SNode<'n>, what: &str, allowed: &[&'static str]) -> Fields<'n> {
         let mut map: BTreeMap<&'static str, Entry<'n>> = BTreeMap::new();
         for e in self.entries(node, what) {
             let Some(&known) = allowed.iter().find(|k| **k == e.text) else {
@@ -241,7 +241,7 @@ impl<'a> Loader<'a> {
     }
 
     /// A list of names; `[]` is returned as an empty Vec (callers decide whether that is ok).
-    fn name_list<'n>(&mut self, node: &'n SNode, kind: NameKind, what: &str) -> Option<Vec<(Name, &'n SNode)>> {
+    fn name_list<'n>(&mut self, node: &'n SNode<'n>, kind: NameKind, what: &str) -> Option<Vec<(Name, &'n SNode<'n>)>> {
         let Node::Seq(items) = &node.value else {
             self.wrong_type(node, what, &format!("a list of {kind} names"));
             return None;

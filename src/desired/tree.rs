@@ -21,26 +21,27 @@ use std::fmt;
 
 /// One YAML node.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Node {
+pub enum Node<'a> {
     Null,
     Bool(bool),
     Int(i128),
     Float(f64),
-    Str(String),
-    Seq(Vec<SNode>),
+    /// Borrowed from the file's text where the parser could (plain names: no copy each).
+    Str(Cow<'a, str>),
+    Seq(Vec<SNode<'a>>),
     /// Entries in file order; duplicate keys are kept (the loader reports them).
-    Map(Vec<(SNode, SNode)>),
+    Map(Vec<(SNode<'a>, SNode<'a>)>),
 }
 
 /// A node and where it starts (1-based line and column; for a collection, its first entry).
 #[derive(Debug, Clone, PartialEq)]
-pub struct SNode {
-    pub value: Node,
+pub struct SNode<'a> {
+    pub value: Node<'a>,
     pub line: u32,
     pub column: u32,
 }
 
-impl Node {
+impl Node<'_> {
     /// What the node is, for "expected X, found Y" messages.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -60,14 +61,14 @@ impl Node {
             Node::Bool(b) => Some(b.to_string()),
             Node::Int(i) => Some(i.to_string()),
             Node::Float(f) => Some(f.to_string()),
-            Node::Str(s) => Some(s.clone()),
+            Node::Str(s) => Some(s.to_string()),
             Node::Null | Node::Seq(_) | Node::Map(_) => None,
         }
     }
 }
 
 /// Parse `text` into a located tree. Duplicate keys are passed through; the caller reports them.
-pub fn parse(text: &str) -> Result<SNode, serde_saphyr::Error> {
+pub fn parse(text: &str) -> Result<SNode<'_>, serde_saphyr::Error> {
     match fast::build(text) {
         Some(root) => Ok(root),
         None => parse_with_serde(text),
@@ -75,7 +76,7 @@ pub fn parse(text: &str) -> Result<SNode, serde_saphyr::Error> {
 }
 
 /// The reference builder (see the module comment).
-fn parse_with_serde(text: &str) -> Result<SNode, serde_saphyr::Error> {
+fn parse_with_serde(text: &str) -> Result<SNode<'static>, serde_saphyr::Error> {
     let mut options = serde_saphyr::Options::default();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
     options.with_snippet = false;
@@ -93,13 +94,13 @@ fn parse_with_serde(text: &str) -> Result<SNode, serde_saphyr::Error> {
 
 /// The tree as serde-saphyr delivers it (with its own location type).
 enum SerdeNode {
-    Scalar(Node),
+    Scalar(Node<'static>),
     Seq(Vec<Spanned<SerdeNode>>),
     Map(Vec<(Spanned<SerdeNode>, Spanned<SerdeNode>)>),
 }
 
 impl SerdeNode {
-    fn located(s: Spanned<SerdeNode>) -> SNode {
+    fn located(s: Spanned<SerdeNode>) -> SNode<'static> {
         let n = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         let (line, column) = (n(s.referenced.line()), n(s.referenced.column()));
         let value = match s.value {
@@ -146,16 +147,16 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(SerdeNode::Scalar(Node::Float(v)))
     }
     fn visit_char<E: de::Error>(self, v: char) -> Result<SerdeNode, E> {
-        Ok(SerdeNode::Scalar(Node::Str(v.to_string())))
+        Ok(SerdeNode::Scalar(Node::Str(Cow::Owned(v.to_string()))))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<SerdeNode, E> {
-        Ok(SerdeNode::Scalar(Node::Str(v.to_string())))
+        Ok(SerdeNode::Scalar(Node::Str(Cow::Owned(v.to_string()))))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<SerdeNode, E> {
-        Ok(SerdeNode::Scalar(Node::Str(v)))
+        Ok(SerdeNode::Scalar(Node::Str(Cow::Owned(v))))
     }
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<SerdeNode, E> {
-        Ok(SerdeNode::Scalar(Node::Str(String::from_utf8_lossy(v).into_owned())))
+        Ok(SerdeNode::Scalar(Node::Str(Cow::Owned(String::from_utf8_lossy(v).into_owned()))))
     }
     fn visit_unit<E: de::Error>(self) -> Result<SerdeNode, E> {
         Ok(SerdeNode::Scalar(Node::Null))
@@ -195,7 +196,7 @@ mod fast {
 
     /// An open collection: where it starts, and where its children start on the shared
     /// scratch stacks.
-    enum Open {
+    enum Open<'a> {
         Seq {
             line: u32,
             column: u32,
@@ -206,11 +207,11 @@ mod fast {
             line: u32,
             column: u32,
             from: usize,
-            key: Option<SNode>,
+            key: Option<SNode<'a>>,
         },
     }
 
-    pub(super) fn build(text: &str) -> Option<SNode> {
+    pub(super) fn build(text: &str) -> Option<SNode<'_>> {
         // Comments are not nodes: without this, every commented file would be declined.
         let mut options = serde_saphyr::granit_parser::Options::default();
         options.set_emit_comments(false);
@@ -285,9 +286,9 @@ mod fast {
     }
 
     /// Type a scalar as serde-saphyr's untyped deserialisation does. `None` = cannot tell.
-    fn scalar(value: Cow<'_, str>, style: ScalarStyle) -> Option<Node> {
+    fn scalar(value: Cow<'_, str>, style: ScalarStyle) -> Option<Node<'_>> {
         if style != ScalarStyle::Plain {
-            return Some(Node::Str(value.into_owned()));
+            return Some(Node::Str(value));
         }
         let t: &str = &value;
         let first = t.bytes().next();
@@ -306,7 +307,7 @@ mod fast {
                 "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null" | "inf" | "infinity" | "nan"
             );
             if !special {
-                return Some(Node::Str(value.into_owned()));
+                return Some(Node::Str(value));
             }
         }
         // A plain decimal count without a leading zero.
