@@ -406,12 +406,19 @@ fn make_move_safe(
         )?;
     }
     for cmd in widen {
+        // A widened list is not final: the QoS phase must look at it even when the diff did
+        // not name it (it returns it to its desired value there).
+        let touched = b.touched.entry(cname.clone()).or_default();
         let object = match &cmd {
-            Command::ModifyAccount { names, .. } => acct_addr(cname, &names[0]),
-            Command::ModifyUser { users, account, partition, .. } => user_addr(
-                cname,
-                &UserKey { account: account.clone(), user: users[0].clone(), partition: partition.clone() },
-            ),
+            Command::ModifyAccount { names, .. } => {
+                touched.accounts.insert(names[0].clone());
+                acct_addr(cname, &names[0])
+            }
+            Command::ModifyUser { users, account, partition, .. } => {
+                let key = UserKey { account: account.clone(), user: users[0].clone(), partition: partition.clone() };
+                touched.users.insert(key.clone());
+                user_addr(cname, &key)
+            }
             _ => String::new(),
         };
         b.emit(
@@ -427,30 +434,37 @@ fn make_move_safe(
 /// Commands adding `newdef` to every explicit QoS list in the subtree of `top` (accounts and
 /// users) that would inherit `newdef` as its DefaultQOS and does not contain it.
 fn collect_widenings(c: &ClusterState, cname: &Name, top: &Name, newdef: &Name, out: &mut Vec<Command>) {
-    let Some(node) = c.accounts.get(top.as_str()) else { return };
+    // `top` itself is the moved account: its list is pinned (old ∪ new) and holds `newdef`.
+    widen_users(c, cname, top, newdef, out);
+    for child in c.accounts.children(top.as_str()) {
+        widen_subtree(c, cname, child, newdef, out);
+    }
+}
+
+fn widen_subtree(c: &ClusterState, cname: &Name, acct: &Name, newdef: &Name, out: &mut Vec<Command>) {
+    let Some(node) = c.accounts.get(acct.as_str()) else { return };
     if node.assoc.default_qos.is_some() {
         return; // this subtree has its own default
     }
-    if let QosList::Set(s) = &node.assoc.qos
-        && !s.contains(newdef)
-    {
-        let mut wide = s.clone();
-        wide.insert(newdef.clone());
+    if let Some(wide) = widened(&node.assoc.qos, newdef, || c.accounts.effective_qos(acct.as_str())) {
         out.push(Command::ModifyAccount {
             cluster: cname.clone(),
-            names: vec![top.clone()],
+            names: vec![acct.clone()],
             set: AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() },
         });
     }
-    for (k, a) in c.users_of_account(top) {
+    widen_users(c, cname, acct, newdef, out);
+    for child in c.accounts.children(acct.as_str()) {
+        widen_subtree(c, cname, child, newdef, out);
+    }
+}
+
+fn widen_users(c: &ClusterState, cname: &Name, acct: &Name, newdef: &Name, out: &mut Vec<Command>) {
+    for (k, a) in c.users_of_account(acct) {
         if a.default_qos.is_some() {
             continue;
         }
-        if let QosList::Set(s) = &a.qos
-            && !s.contains(newdef)
-        {
-            let mut wide = s.clone();
-            wide.insert(newdef.clone());
+        if let Some(wide) = widened(&a.qos, newdef, || c.user_effective_qos(k, a)) {
             out.push(Command::ModifyUser {
                 cluster: cname.clone(),
                 users: vec![k.user.clone()],
@@ -460,9 +474,20 @@ fn collect_widenings(c: &ClusterState, cname: &Name, top: &Name, newdef: &Name, 
             });
         }
     }
-    for child in c.accounts.children(top.as_str()) {
-        collect_widenings(c, cname, child, newdef, out);
-    }
+}
+
+/// The explicit list an association needs so that it keeps `newdef` (the DefaultQOS it is
+/// about to inherit): its own list plus `newdef`, or for a `-newdef` delta its effective list
+/// now plus `newdef`. `None` if it keeps `newdef` as it is (inheritance brings it: the moved
+/// account's list is pinned to contain it).
+fn widened(q: &QosList, newdef: &Name, effective_now: impl FnOnce() -> BTreeSet<Name>) -> Option<BTreeSet<Name>> {
+    let mut wide = match q {
+        QosList::Set(s) if !s.contains(newdef) => s.clone(),
+        QosList::Delta { add, remove } if remove.contains(newdef) && !add.contains(newdef) => effective_now(),
+        _ => return None,
+    };
+    wide.insert(newdef.clone());
+    Some(wide)
 }
 
 fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
