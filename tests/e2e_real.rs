@@ -350,6 +350,21 @@ fn small_team_joins_two_allocations_in_one_add() {
         }
     }
     assert_eq!(defaults(&c).iter().filter(|r| r.ends_with("|hpc_a_gpu")).count(), team.len(), "{:?}", defaults(&c));
+
+    // the same (now existing) team joins two more allocations: one add, naming no default,
+    // and every DefaultAccount stays where it is
+    let more = yaml.replace(
+        "    users:\n",
+        &format!(
+            "      hpc_a_x1:\n        parent: hpc_p\n        users: [{0}]\n      hpc_a_x2:\n        parent: hpc_p\n        users: [{0}]\n    users:\n",
+            team.join(", ")
+        ),
+    );
+    let r = site.converge(&more);
+    assert_eq!(r.stderr.matches("add user").count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("account=hpc_a_x1,hpc_a_x2 "), "{}", r.stderr);
+    assert!(!r.stderr.contains("defaultaccount"), "{}", r.stderr);
+    assert_eq!(defaults(&c).iter().filter(|r| r.ends_with("|hpc_a_gpu")).count(), team.len(), "{:?}", defaults(&c));
 }
 
 /// A second cluster on the same slurmdbd is planned independently; a stale plan is refused.
