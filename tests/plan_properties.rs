@@ -1012,49 +1012,29 @@ account z root qos=inherit def=-
 /// what the diff named, so the widened list was never returned to `paused`.
 #[test]
 fn list_widened_for_a_move_returns_to_its_desired_value() {
-    let current = "
-qos a {\"description\":\"a\"}
-qos b {\"description\":\"b\"}
-qos c {\"description\":\"c\"}
-qos normal {\"description\":\"normal\"}
-qos paused {\"description\":\"paused\"}
-record p0 {\"description\":\"p0\",\"organization\":\"p0\"}
-record p2 {\"description\":\"p2\",\"organization\":\"p2\"}
-record p3 {\"description\":\"p3\",\"organization\":\"p3\"}
-record p7 {\"description\":\"p7\",\"organization\":\"p7\"}
-record root {\"description\":\"root\",\"organization\":\"root\"}
+    let current = format!(
+        "{QOS_AB}qos paused {{\"description\":\"paused\"}}
 cluster c1
 account root - qos=normal def=-
-account p7 root qos=inherit def=-
-account p2 p7 qos=inherit def=-
-account p3 p7 qos=inherit def=normal lim={\"grp_submit_jobs\":0,\"grp_tres_mins\":{\"mem\":1024},\"max_wall\":30}
-account p0 p2 qos=inherit def=- lim={\"grp_submit_jobs\":0}
+account p2 root qos=inherit def=-
+account p3 root qos=inherit def=normal
+account p0 p2 qos=inherit def=-
 user u0 p0 - qos=paused def=-
-user u0 p2 - qos=inherit def=- lim={\"grp_tres_mins\":{\"mem\":1024}}
 default u0 p0
-";
-    let desired = "
-qos a {\"description\":\"a\"}
-qos b {\"description\":\"b\"}
-qos c {\"description\":\"c\"}
-qos normal {\"description\":\"normal\"}
-qos paused {\"description\":\"paused\"}
-record p0 {\"description\":\"p0\",\"organization\":\"p0\"}
-record p2 {\"description\":\"p2\",\"organization\":\"p2\"}
-record p3 {\"description\":\"p3\",\"organization\":\"p3\"}
-record p7 {\"description\":\"p7\",\"organization\":\"p7\"}
-record root {\"description\":\"root\",\"organization\":\"root\"}
+"
+    );
+    let desired = format!(
+        "{QOS_AB}qos paused {{\"description\":\"paused\"}}
 cluster c1
 account root - qos=normal def=-
-account p7 root qos=inherit def=-
-account p3 p7 qos=paused def=paused lim={\"grp_submit_jobs\":0,\"grp_tres_mins\":{\"mem\":1024},\"max_wall\":30}
+account p3 root qos=paused def=paused
 account p2 p3 qos=inherit def=-
-account p0 p2 qos=inherit def=- lim={\"grp_submit_jobs\":0}
+account p0 p2 qos=inherit def=-
 user u0 p0 - qos=paused def=-
-user u0 p2 - qos=inherit def=- lim={\"grp_tres_mins\":{\"mem\":1024}}
 default u0 p0
-";
-    assert_pair_ok(current, desired);
+"
+    );
+    assert_pair_ok(&current, &desired);
 }
 
 /// BUG (found by `plans_are_safe_and_converge`): `p0` removes `b` from what it inherits
@@ -1063,49 +1043,29 @@ default u0 p0
 /// safe order was found; a `-b` delta is now widened to an explicit list holding `b`.
 #[test]
 fn delta_list_below_a_move_is_widened() {
-    let current = "
-qos a {\"description\":\"a\"}
-qos b {\"description\":\"b\"}
-qos normal {\"description\":\"normal\"}
-qos paused {\"grp_tres_mins\":{\"cpu\":100},\"description\":\"paused\"}
-record p0 {\"description\":\"p0\",\"organization\":\"p0\"}
-record p2 {\"description\":\"p2\",\"organization\":\"p2\"}
-record p3 {\"description\":\"p3\",\"organization\":\"p3\"}
-record p4 {\"description\":\"p4\",\"organization\":\"p4\"}
-record root {\"description\":\"root\",\"organization\":\"root\"}
+    let current = format!(
+        "{QOS_AB}qos b {{\"description\":\"b\"}}
 cluster c1
 account root - qos=normal def=-
-account p2 root qos=inherit def=- lim={\"grp_jobs\":0}
-account p3 root qos=b def=b lim={\"grp_submit_jobs\":0}
+account p2 root qos=inherit def=-
+account p3 root qos=b def=b
 account p0 p2 qos=-b def=-
-account p4 p2 qos=inherit def=normal
 user u0 p0 - qos=inherit def=-
-user u1 p0 - qos=inherit def=-
 default u0 p0
-default u1 p0
-";
-    let desired = "
-qos a {\"description\":\"a\"}
-qos b {\"description\":\"b\"}
-qos normal {\"description\":\"normal\"}
-qos paused {\"grp_tres_mins\":{\"cpu\":100},\"description\":\"paused\"}
-record p0 {\"description\":\"p0\",\"organization\":\"p0\"}
-record p2 {\"description\":\"p2\",\"organization\":\"p2\"}
-record p3 {\"description\":\"p3\",\"organization\":\"p3\"}
-record p4 {\"description\":\"p4\",\"organization\":\"p4\"}
-record root {\"description\":\"root\",\"organization\":\"root\"}
+"
+    );
+    let desired = format!(
+        "{QOS_AB}qos b {{\"description\":\"b\"}}
 cluster c1
 account root - qos=normal def=-
-account p3 root qos=b def=b lim={\"grp_submit_jobs\":0}
-account p2 p3 qos=inherit def=- lim={\"grp_jobs\":0}
+account p3 root qos=b def=b
+account p2 p3 qos=inherit def=-
 account p0 p2 qos=inherit def=-
-account p4 p2 qos=inherit def=b
 user u0 p0 - qos=inherit def=-
-user u1 p0 - qos=inherit def=-
 default u0 p0
-default u1 p0
-";
-    assert_pair_ok(current, desired);
+"
+    );
+    assert_pair_ok(&current, &desired);
 }
 
 /// BUG (found by `plans_are_safe_and_converge`): moving `p0` (explicit list `a`, no
@@ -1114,44 +1074,25 @@ default u1 p0
 /// account is widened now.
 #[test]
 fn moved_account_is_pinned_once() {
-    let current = "
-qos a {\"description\":\"a\"}
-qos b {\"description\":\"b\"}
-qos normal {\"description\":\"normal\"}
-qos paused {\"description\":\"paused\"}
-record p0 {\"description\":\"p0\",\"organization\":\"p0\"}
-record p1 {\"description\":\"p1\",\"organization\":\"p1\"}
-record root {\"description\":\"root\",\"organization\":\"root\"}
+    let current = format!(
+        "{QOS_AB}qos paused {{\"description\":\"paused\"}}
 cluster c1
 account root - qos=normal def=-
-account p0 root qos=a def=- lim={\"grp_submit_jobs\":0,\"grp_tres_mins\":{\"mem\":1024}}
-account p1 root qos=paused def=paused lim={\"max_wall\":30}
-user u0 p0 - qos=inherit def=-
-user u1 p0 - qos=-a def=- lim={\"grp_jobs\":0,\"max_wall\":30}
-user u3 p1 - qos=inherit def=-
-default u0 p0
+account p0 root qos=a def=-
+account p1 root qos=paused def=paused
+user u1 p0 - qos=-a def=-
 default u1 p0
-default u3 p1
-";
-    let desired = "
-qos a {\"description\":\"a\"}
-qos b {\"description\":\"b\"}
-qos c {\"description\":\"c\"}
-qos normal {\"description\":\"normal\"}
-qos paused {\"description\":\"paused\"}
-record p0 {\"description\":\"p0\",\"organization\":\"p0\"}
-record p1 {\"description\":\"p1\",\"organization\":\"p1\"}
-record root {\"description\":\"root\",\"organization\":\"root\"}
+"
+    );
+    let desired = format!(
+        "{QOS_AB}qos paused {{\"description\":\"paused\"}}
 cluster c1
 account root - qos=normal def=-
-account p1 root qos=paused def=paused lim={\"max_wall\":30}
-account p0 p1 qos=a def=a lim={\"grp_submit_jobs\":0,\"grp_tres_mins\":{\"mem\":1024}}
-user u0 p0 - qos=inherit def=-
-user u1 p0 - qos=inherit def=- lim={\"grp_jobs\":0,\"max_wall\":30}
-user u3 p1 - qos=inherit def=-
-default u0 p0
+account p1 root qos=paused def=paused
+account p0 p1 qos=a def=a
+user u1 p0 - qos=inherit def=-
 default u1 p0
-default u3 p1
-";
-    assert_pair_ok(current, desired);
+"
+    );
+    assert_pair_ok(&current, &desired);
 }

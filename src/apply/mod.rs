@@ -7,6 +7,7 @@ pub mod journal;
 pub mod lock;
 pub mod outcome;
 
+use std::collections::BTreeSet;
 use std::time::{Instant, SystemTime};
 
 use crate::diff::{self, Change};
@@ -146,9 +147,9 @@ pub fn expected_state(current: &State, plan: &Plan) -> Option<State> {
 /// records its commands name). Another writer changing other clusters meanwhile is not this
 /// apply's failure; anything else that differs is.
 pub fn unconverged(after: &State, expected: &State, plan: &Plan) -> Vec<Change> {
-    let mut clusters: Vec<&Name> = Vec::new();
-    let mut qos: Vec<&Name> = Vec::new();
-    let mut records: Vec<&Name> = Vec::new();
+    let mut clusters: BTreeSet<&Name> = BTreeSet::new();
+    let mut qos: BTreeSet<&Name> = BTreeSet::new();
+    let mut records: BTreeSet<&Name> = BTreeSet::new();
     for step in &plan.steps {
         let c = &step.command;
         match c {
@@ -162,17 +163,16 @@ pub fn unconverged(after: &State, expected: &State, plan: &Plan) -> Vec<Change> 
         }
         clusters.extend(c.cluster());
     }
-    let scope = |s: &State| State {
-        clusters: s
-            .clusters
-            .iter()
-            .filter(|(k, _)| clusters.contains(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        qos: s.qos.iter().filter(|(k, _)| qos.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect(),
-        accounts: s.accounts.iter().filter(|(k, _)| records.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect(),
-    };
-    diff::diff(&scope(after), &scope(expected))
+    diff::diff(after, expected)
+        .into_iter()
+        .filter(|ch| match ch {
+            Change::QosCreate { name, .. } | Change::QosUpdate { name, .. } | Change::QosDelete { name, .. } => {
+                qos.contains(name)
+            }
+            Change::AccountRecordUpdate { name, .. } => records.contains(name),
+            other => other.cluster().is_some_and(|c| clusters.contains(c)),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ fn run() -> Reply {
             1,
         );
     }
-    let k = bump_calls(&dir);
+    let k = bump(&dir, "calls");
     let cmd = match Command::from_argv(&argv) {
         Ok(c) => c,
         Err(e) => return reply("", format!("sacctmgr: error: fake does not implement `{}`: {e}\n", rest.join(" ")), 1),
@@ -131,10 +131,7 @@ fn run() -> Reply {
 /// while another tool is adding a cluster (see [`with_racing_cluster`]).
 fn raced(dir: &Path) -> bool {
     let Some(n) = env_at("FAKE_SACCTMGR_RACE_READS") else { return false };
-    let path = dir.join("races");
-    let k = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(0) + 1;
-    let _ = std::fs::write(&path, format!("{k}\n"));
-    k <= n
+    bump(dir, "races") <= n
 }
 
 /// The association rows as read while a cluster `racing` is being added: its root row is
@@ -152,9 +149,10 @@ fn with_racing_cluster(mut text: String) -> String {
     text
 }
 
-/// Count this write call; returns its 1-based number.
-fn bump_calls(dir: &Path) -> u64 {
-    let path = dir.join("calls");
+/// Count one more event in the counter file `name` of the directory; returns its 1-based
+/// number (`calls`: write calls; `races`: raced association reads).
+fn bump(dir: &Path, name: &str) -> u64 {
+    let path = dir.join(name);
     let n = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(0) + 1;
     let _ = std::fs::write(&path, format!("{n}\n"));
     n

@@ -22,10 +22,6 @@ pub struct Resolved {
     pub managed: BTreeMap<Name, BTreeSet<Name>>,
 }
 
-fn loc(d: &Desired, key: &Decl) -> Option<Location> {
-    Some(d.location(key))
-}
-
 /// Is `name` managed on a cluster, given the current tree?
 pub fn is_managed(scope: &Scope, declared: bool, name: &Name, tree: &AccountGraph) -> bool {
     declared || scope.manages_account(name, tree.ancestors(name.as_str()))
@@ -66,7 +62,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         let Some(cur) = current.clusters.get(cname) else {
             errors.push(
                 Diagnostic::error("unknown-cluster", format!("cluster `{cname}` is not registered in slurmdbd"))
-                    .at_opt(loc(d, &Decl::Cluster(cname.clone())))
+                    .at(d.location(&Decl::Cluster(cname.clone())))
                     .hint(format!("register it first (`sacctmgr -i add cluster {cname}`) or fix the name")),
             );
             continue;
@@ -97,7 +93,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                             "protected",
                             format!("account `{name}` on `{cname}` is protected but the desired state removes it"),
                         )
-                        .at_opt(loc(d, &Decl::Cluster(cname.clone())))
+                        .at(d.location(&Decl::Cluster(cname.clone())))
                         .hint(format!("declare `{name}` under clusters.{cname}.accounts, or remove it from `protect`")),
                     );
                     items.push((name.clone(), parent.cloned(), assoc.clone()));
@@ -115,7 +111,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                     Diagnostic::error("orphaned-unmanaged", format!(
                         "account `{name}` on `{cname}` is not managed, but its parent `{p}` is removed by the desired state"
                     ))
-                    .at_opt(loc(d, &Decl::Cluster(cname.clone())))
+                    .at(d.location(&Decl::Cluster(cname.clone())))
                     .hint(format!("declare `{p}`, or move `{name}` elsewhere first")),
                 );
             }
@@ -144,7 +140,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                         ),
                         other => (other.to_string(), Decl::Cluster(cname.clone()), "fix the account tree".to_string()),
                     };
-                    errors.push(Diagnostic::error("bad-tree", msg).at_opt(loc(d, &key)).hint(hint));
+                    errors.push(Diagnostic::error("bad-tree", msg).at(d.location(&key)).hint(hint));
                 }
                 continue;
             }
@@ -176,7 +172,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                                 "user `{user}` on `{cname}` has default_account `{want}` but no association with it"
                             ),
                         )
-                        .at_opt(loc(d, &Decl::User(cname.clone(), (*user).clone())))
+                        .at(d.location(&Decl::User(cname.clone(), (*user).clone())))
                         .hint(format!(
                             "add `{user}` to the users of `{want}`, or choose one of: {}",
                             accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
@@ -212,7 +208,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                             "user `{user}` on `{cname}` has default_account `{want}` but no association on the cluster"
                         ),
                     )
-                    .at_opt(loc(d, &Decl::User(cname.clone(), (*user).clone())))
+                    .at(d.location(&Decl::User(cname.clone(), (*user).clone())))
                     .hint(format!("add `{user}` to the users of `{want}`")),
                 );
             }
@@ -244,7 +240,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                         "missing-qos",
                         format!("QoS `{q}` is used on `{cname}` but does not exist in slurmdbd and is not declared"),
                     )
-                    .at_opt(loc(d, &key))
+                    .at(d.location(&key))
                     .hint(format!(
                         "declare it under `qos:` (slurmplan creates it) or create it with `sacctmgr -i add qos {q}`"
                     )),

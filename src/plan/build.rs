@@ -169,14 +169,9 @@ fn user_addr(c: &Name, k: &UserKey) -> String {
     format!("user_association.{c}.{}", user_key_label(k))
 }
 
-/// Build the ordered steps. `changes` are the diff of the same two states (used for causes).
-pub fn build_steps(current: &State, desired: &State, changes: &[Change]) -> Result<Vec<Step>, PlanError> {
-    build_steps_and_lints(Sim::new(current.clone()), desired, changes).map(|(steps, _)| steps)
-}
-
-/// The ordered steps and the SP004 lints of their QoS-swap steps.
-/// `sim` starts from the current state (`Sim::new(current.clone())`; the caller may build it
-/// while it diffs).
+/// The ordered steps and the SP004 lints of their QoS-swap steps. `sim` starts from the
+/// current state (`plan::Prepared` builds it); `changes` are the diff of the two states (used
+/// for causes).
 pub fn build_steps_and_lints(
     sim: Sim,
     desired: &State,
@@ -534,12 +529,14 @@ fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
             }
             default_account = Some(accounts[0].clone());
         }
-        let commands = if accounts.len() == 1 || new == 0 || default_account.is_some() {
+        // Some users new and some not, over several accounts: a named default would move the
+        // others' defaults, so one add per account.
+        let mixed = accounts.len() > 1 && new > 0 && new < users.len();
+        let commands = if mixed {
+            accounts.into_iter().map(|a| (a, Vec::new(), None)).collect()
+        } else {
             let account = accounts.remove(0);
             vec![(account, accounts, default_account)]
-        } else {
-            // Some users are new and some are not: a named default would move the others'.
-            accounts.into_iter().map(|a| (a, Vec::new(), None)).collect()
         };
         for (account, more_accounts, default_account) in commands {
             let mut objects = Vec::new();

@@ -290,8 +290,8 @@ fn uses_qos(a: &Assoc, q: &Name) -> bool {
     a.default_qos.as_ref() == Some(q)
         || match &a.qos {
             QosList::Inherit => false,
-            crate::model::QosList::Set(s) => s.contains(q),
-            crate::model::QosList::Delta { add, remove } => add.contains(q) || remove.contains(q),
+            QosList::Set(s) => s.contains(q),
+            QosList::Delta { add, remove } => add.contains(q) || remove.contains(q),
         }
 }
 
