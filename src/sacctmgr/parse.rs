@@ -252,41 +252,52 @@ pub fn parse_flags(s: &str) -> Result<BTreeSet<String>, String> {
     Ok(out)
 }
 
-/// Parses cells of one row, pushing a located diagnostic for each bad one.
+/// Where each keyword of a file's format sits in its rows, looked up once per file (not once
+/// per cell: the association read has a million rows of 18 cells).
+struct Layout<'k> {
+    keywords: &'k [&'k str],
+    /// `at[k]`: the cell of `keywords[k]`; `None` = not in this file (reads as empty).
+    at: Vec<Option<usize>>,
+}
+
+impl<'k> Layout<'k> {
+    fn new(keywords: &'k [&'k str], columns: &[&str]) -> Layout<'k> {
+        let at = keywords.iter().map(|k| columns.iter().position(|c| c.eq_ignore_ascii_case(k))).collect();
+        Layout { keywords, at }
+    }
+}
+
+/// Parses cells of one row, pushing a located diagnostic for each bad one. Fields are named
+/// by their index in the layout's keywords.
 struct Cells<'r, 'a> {
     src: &'a Source,
     row: &'r Row<'a>,
-    /// Position of each keyword in the row; a keyword not in the map reads as empty.
-    columns: &'r [&'r str],
+    layout: &'r Layout<'r>,
     diags: &'r mut Vec<Diagnostic>,
 }
 
 impl<'a> Cells<'_, 'a> {
-    fn raw(&self, field: &str) -> &'a str {
-        // The snapshot's own column order first (exact match, no search), else search.
-        let i = match self.columns.iter().position(|c| std::ptr::eq(*c, field) || *c == field) {
-            Some(i) => Some(i),
-            None => self.columns.iter().position(|c| c.eq_ignore_ascii_case(field)),
-        };
-        i.and_then(|i| self.row.cells.get(i).copied()).unwrap_or("")
+    fn raw(&self, field: usize) -> &'a str {
+        self.layout.at[field].and_then(|i| self.row.cells.get(i).copied()).unwrap_or("")
     }
 
-    fn get<T>(&mut self, field: &str, f: impl FnOnce(&str) -> Result<T, String>) -> Option<T> {
+    fn get<T>(&mut self, field: usize, f: impl FnOnce(&str) -> Result<T, String>) -> Option<T> {
         match f(self.raw(field)) {
             Ok(v) => Some(v),
             Err(e) => {
-                self.diags.push(error(self.src, self.row.line, format!("field {field}: {e}")));
+                let keyword = self.layout.keywords[field];
+                self.diags.push(error(self.src, self.row.line, format!("field {keyword}: {e}")));
                 None
             }
         }
     }
 
-    fn name(&mut self, field: &str, kind: NameKind) -> Option<Name> {
+    fn name(&mut self, field: usize, kind: NameKind) -> Option<Name> {
         self.get(field, |s| snapshot_name(s, kind))
     }
 
     /// [`Cells::name`], reusing `last` when this row has the same text in `field`.
-    fn name_cached(&mut self, field: &str, kind: NameKind, last: &mut Option<(&'a str, Name)>) -> Option<Name> {
+    fn name_cached(&mut self, field: usize, kind: NameKind, last: &mut Option<(&'a str, Name)>) -> Option<Name> {
         let raw = self.raw(field);
         if let Some((text, name)) = last
             && *text == raw
@@ -317,110 +328,91 @@ pub struct AssocRow {
 /// orders exist for reading real outputs taken with a different `format=`.
 pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
+    let mut out = Vec::new();
+    for_each_assoc_row(src, columns, &mut diags, |row| out.push(row));
+    (out, diags)
+}
+
+/// [`parse_assoc_rows`] one row at a time: the snapshot streams a million rows straight into
+/// its clusters instead of holding them all (~100 MB) first.
+pub fn for_each_assoc_row(src: &Source, columns: &[&str], diags: &mut Vec<Diagnostic>, mut f: impl FnMut(AssocRow)) {
     if let Some(bad) = columns.iter().find(|c| !ASSOC_COLUMNS.iter().any(|k| k.eq_ignore_ascii_case(c))) {
         diags.push(error(src, 0, format!("unknown association column `{bad}`")));
-        return (Vec::new(), diags);
+        return;
     }
-    let mut out = Vec::with_capacity(src.text.bytes().filter(|b| *b == b'\n').count() + 1);
+    // Field indices into ASSOC_COLUMNS.
+    const CLUSTER: usize = 0;
+    const ACCOUNT: usize = 1;
+    const USER: usize = 2;
+    const PARTITION: usize = 3;
+    const PARENT: usize = 4;
+    const SHARE: usize = 5;
+    let layout = Layout::new(ASSOC_COLUMNS, columns);
     // Rows come grouped by cluster and account: reuse the previous row's name when the text is
     // the same (one comparison instead of a lookup in the name table).
     let mut last_cluster: Option<(&str, Name)> = None;
     let mut last_account: Option<(&str, Name)> = None;
-    for_each_row(src, columns, false, &mut diags, |row, diags| {
-        let mut c = Cells { src, row, columns, diags };
-        let cluster = c.name_cached("Cluster", NameKind::Cluster, &mut last_cluster);
-        let account = c.name_cached("Account", NameKind::Account, &mut last_account);
-        let user = c.get("User", |s| opt_name(s, NameKind::User));
-        let partition = c.get("Partition", |s| opt_name(s, NameKind::Partition));
-        let parent = c.get("ParentName", |s| opt_name(s, NameKind::Account));
-        let fs = c.get("Share", fairshare);
-        let grp_jobs = c.get("GrpJobs", parse_int);
-        let grp_submit_jobs = c.get("GrpSubmitJobs", parse_int);
-        let grp_tres = c.get("GrpTRES", values::parse_tres);
-        let grp_tres_mins = c.get("GrpTRESMins", values::parse_tres);
-        let grp_wall = c.get("GrpWall", opt_duration);
-        let max_jobs = c.get("MaxJobs", parse_int);
-        let max_submit_jobs = c.get("MaxSubmitJobs", parse_int);
-        let max_tres = c.get("MaxTRES", values::parse_tres);
-        let max_tres_mins = c.get("MaxTRESMins", values::parse_tres);
-        let max_wall = c.get("MaxWall", opt_duration);
-        let qos = c.get("QOS", parse_qos_list);
-        let default_qos = c.get("DefaultQOS", |s| opt_name(s, NameKind::Qos));
-        let (
-            Some(cluster),
-            Some(account),
-            Some(user),
-            Some(partition),
-            Some(parent),
-            Some(fairshare),
-            Some(grp_jobs),
-            Some(grp_submit_jobs),
-            Some(grp_tres),
-            Some(grp_tres_mins),
-            Some(grp_wall),
-            Some(max_jobs),
-            Some(max_submit_jobs),
-            Some(max_tres),
-            Some(max_tres_mins),
-            Some(max_wall),
-            Some(qos),
-            Some(default_qos),
-        ) = (
-            cluster,
-            account,
-            user,
-            partition,
-            parent,
-            fs,
-            grp_jobs,
-            grp_submit_jobs,
-            grp_tres,
-            grp_tres_mins,
-            grp_wall,
-            max_jobs,
-            max_submit_jobs,
-            max_tres,
-            max_tres_mins,
-            max_wall,
-            qos,
-            default_qos,
-        )
+    for_each_row(src, columns, false, diags, |row, diags| {
+        let mut c = Cells { src, row, layout: &layout, diags };
+        let cluster = c.name_cached(CLUSTER, NameKind::Cluster, &mut last_cluster);
+        let account = c.name_cached(ACCOUNT, NameKind::Account, &mut last_account);
+        let user = c.get(USER, |s| opt_name(s, NameKind::User));
+        let partition = c.get(PARTITION, |s| opt_name(s, NameKind::Partition));
+        let parent = c.get(PARENT, |s| opt_name(s, NameKind::Account));
+        // Nearly every user association sets nothing: an empty (or default `1`) share and
+        // empty limit cells are the shared empty association, without parsing each cell.
+        let plain = (SHARE..ASSOC_COLUMNS.len())
+            .all(|k| matches!(c.raw(k), "") || (k == SHARE && c.raw(k) == "1"));
+        let assoc = if plain { Some(Assoc::default()) } else { parse_assoc_cells(&mut c) };
+        let (Some(cluster), Some(account), Some(user), Some(partition), Some(parent), Some(assoc)) =
+            (cluster, account, user, partition, parent, assoc)
         else {
             return;
         };
-        let limits = Limits {
-            fairshare,
-            grp_jobs,
-            grp_submit_jobs,
-            grp_tres,
-            grp_tres_mins,
-            grp_wall,
-            max_jobs,
-            max_submit_jobs,
-            max_tres,
-            max_tres_mins,
-            max_wall,
-        };
-        out.push(AssocRow {
-            line: row.line,
-            cluster,
-            account,
-            user,
-            partition,
-            parent,
-            assoc: AssocData { limits, qos, default_qos }.into(),
-        });
+        f(AssocRow { line: row.line, cluster, account, user, partition, parent, assoc });
     });
-    (out, diags)
+}
+
+/// The limit, QoS and DefaultQOS cells of one association row (`None` if any is bad; every
+/// bad cell is reported).
+fn parse_assoc_cells(c: &mut Cells<'_, '_>) -> Option<Assoc> {
+    let fs = c.get(5, fairshare);
+    let grp_jobs = c.get(6, parse_int);
+    let grp_submit_jobs = c.get(7, parse_int);
+    let grp_tres = c.get(8, values::parse_tres);
+    let grp_tres_mins = c.get(9, values::parse_tres);
+    let grp_wall = c.get(10, opt_duration);
+    let max_jobs = c.get(11, parse_int);
+    let max_submit_jobs = c.get(12, parse_int);
+    let max_tres = c.get(13, values::parse_tres);
+    let max_tres_mins = c.get(14, values::parse_tres);
+    let max_wall = c.get(15, opt_duration);
+    let qos = c.get(16, parse_qos_list);
+    let default_qos = c.get(17, |s| opt_name(s, NameKind::Qos));
+    let limits = Limits {
+        fairshare: fs?,
+        grp_jobs: grp_jobs?,
+        grp_submit_jobs: grp_submit_jobs?,
+        grp_tres: grp_tres?,
+        grp_tres_mins: grp_tres_mins?,
+        grp_wall: grp_wall?,
+        max_jobs: max_jobs?,
+        max_submit_jobs: max_submit_jobs?,
+        max_tres: max_tres?,
+        max_tres_mins: max_tres_mins?,
+        max_wall: max_wall?,
+    };
+    Some(AssocData { limits, qos: qos?, default_qos: default_qos? }.into())
 }
 
 /// Parse `clusters.txt`: one cluster name per line, no duplicates.
 pub fn parse_clusters(src: &Source) -> (BTreeSet<Name>, Vec<Diagnostic>) {
     let (rows, mut diags) = parse_rows(src, CLUSTER_COLUMNS, false);
     let mut out = BTreeSet::new();
+    let layout = Layout::new(CLUSTER_COLUMNS, CLUSTER_COLUMNS);
     for row in &rows {
-        let mut c = Cells { src, row, columns: CLUSTER_COLUMNS, diags: &mut diags };
-        if let Some(name) = c.name("Cluster", NameKind::Cluster)
+        let mut c = Cells { src, row, layout: &layout, diags: &mut diags };
+        if let Some(name) = c.name(0, NameKind::Cluster)
             && !out.insert(name.clone())
         {
             diags.push(error(src, row.line, format!("field Cluster: cluster `{name}` is listed twice")));
@@ -437,36 +429,54 @@ pub fn build_clusters(
     rows: Vec<AssocRow>,
 ) -> (BTreeMap<Name, ClusterState>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
-    struct Pending {
-        accounts: Vec<(Name, Option<Name>, Assoc)>,
-        lines: HashMap<Name, usize>,
-        /// (key, line, assoc) in file order; sorted and checked for duplicates at the end
-        /// (a sorted bulk build is much cheaper than a million inserts).
-        users: Vec<(UserKey, usize, Assoc)>,
-    }
-    // User rows per cluster, to size each cluster's list once (a million rows grown by
-    // doubling cost ~0.3 s of copying and page faults).
-    let mut user_rows: HashMap<&Name, usize> = HashMap::new();
-    for row in rows.iter().filter(|r| r.user.is_some()) {
-        *user_rows.entry(&row.cluster).or_default() += 1;
-    }
-    let user_rows: HashMap<Name, usize> = user_rows.into_iter().map(|(k, v)| (k.clone(), v)).collect();
-    let mut per: BTreeMap<Name, Pending> = BTreeMap::new();
-    let mut unknown: BTreeSet<Name> = BTreeSet::new();
+    let mut b = ClusterBuilder::new(src, clusters, rows.len());
     for row in rows {
-        if !clusters.contains(&row.cluster) {
-            if unknown.insert(row.cluster.clone()) {
+        b.push(row, &mut diags);
+    }
+    (b.finish(&mut diags), diags)
+}
+
+/// Association rows, as they come, into clusters (what [`build_clusters`] does, one row at a
+/// time).
+struct ClusterBuilder<'s> {
+    src: &'s Source,
+    clusters: &'s BTreeSet<Name>,
+    per: BTreeMap<Name, PendingCluster>,
+    unknown: BTreeSet<Name>,
+    /// Capacity for the first cluster's user rows: nearly every site has one cluster, and a
+    /// million rows grown by doubling cost ~0.3 s of copying and page faults.
+    first_capacity: usize,
+}
+
+struct PendingCluster {
+    accounts: Vec<(Name, Option<Name>, Assoc)>,
+    lines: HashMap<Name, usize, crate::model::names::Fnv>,
+    /// (key, line, assoc) in file order; sorted and checked for duplicates at the end
+    /// (a sorted bulk build is much cheaper than a million inserts).
+    users: Vec<(UserKey, usize, Assoc)>,
+}
+
+impl<'s> ClusterBuilder<'s> {
+    fn new(src: &'s Source, clusters: &'s BTreeSet<Name>, rows_hint: usize) -> ClusterBuilder<'s> {
+        ClusterBuilder { src, clusters, per: BTreeMap::new(), unknown: BTreeSet::new(), first_capacity: rows_hint }
+    }
+
+    fn push(&mut self, row: AssocRow, diags: &mut Vec<Diagnostic>) {
+        let src = self.src;
+        if !self.clusters.contains(&row.cluster) {
+            if self.unknown.insert(row.cluster.clone()) {
                 diags.push(
                     error(src, row.line, format!("field Cluster: cluster `{}` is not in clusters.txt", row.cluster))
                         .hint("the snapshot's reads were not taken together; take a new snapshot"),
                 );
             }
-            continue;
+            return;
         }
-        let p = per.entry(row.cluster.clone()).or_insert_with(|| Pending {
+        let capacity = std::mem::take(&mut self.first_capacity);
+        let p = self.per.entry(row.cluster.clone()).or_insert_with(|| PendingCluster {
             accounts: Vec::new(),
-            lines: HashMap::new(),
-            users: Vec::with_capacity(user_rows.get(&row.cluster).copied().unwrap_or(0)),
+            lines: HashMap::default(),
+            users: Vec::with_capacity(capacity),
         });
         match row.user {
             None => {
@@ -476,7 +486,7 @@ pub fn build_clusters(
                         row.line,
                         format!("field Partition: account association `{}` has partition `{part}` (only user associations have one)", row.account),
                     ));
-                    continue;
+                    return;
                 }
                 let parent = if row.account.as_str() == "root" {
                     if let Some(parent) = &row.parent {
@@ -494,7 +504,7 @@ pub fn build_clusters(
                             row.line,
                             format!("field ParentName: account `{}` has no parent (only `root` may)", row.account),
                         ));
-                        continue;
+                        return;
                     }
                     row.parent
                 };
@@ -507,7 +517,7 @@ pub fn build_clusters(
                             row.account, row.cluster
                         ),
                     ));
-                    continue;
+                    return;
                 }
                 p.lines.insert(row.account.clone(), row.line);
                 p.accounts.push((row.account, parent, row.assoc));
@@ -519,74 +529,88 @@ pub fn build_clusters(
                         row.line,
                         format!("field ParentName: user association of `{user}` has parent `{parent}` (only account rows have one)"),
                     ));
-                    continue;
+                    return;
                 }
                 let key = UserKey { account: row.account, user, partition: row.partition };
                 p.users.push((key, row.line, row.assoc));
             }
         }
     }
-    let mut out = BTreeMap::new();
-    for cluster in clusters {
-        let Some(mut p) = per.remove(cluster) else {
-            out.insert(cluster.clone(), ClusterState::default());
-            continue;
-        };
-        p.users.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut users: Vec<(UserKey, Assoc)> = Vec::with_capacity(p.users.len());
-        for (key, line, assoc) in p.users {
-            if users.last().is_some_and(|(last, _)| last == &key) {
-                diags.push(error(
-                    src,
-                    line,
-                    format!(
-                        "field User: user association ({}, {}, {:?}) is listed twice",
-                        key.user,
-                        key.account,
-                        key.partition.as_ref().map(Name::as_str)
-                    ),
-                ));
+
+    fn finish(mut self, diags: &mut Vec<Diagnostic>) -> BTreeMap<Name, ClusterState> {
+        let src = self.src;
+        let mut out = BTreeMap::new();
+        for cluster in self.clusters {
+            let Some(mut p) = self.per.remove(cluster) else {
+                out.insert(cluster.clone(), ClusterState::default());
                 continue;
-            }
-            if !p.lines.contains_key(&key.account) {
-                diags.push(error(
-                    src,
-                    line,
-                    format!("field Account: user association under account `{}`, which has no account row on cluster `{cluster}`", key.account),
-                ));
-            }
-            users.push((key, assoc));
-        }
-        let users: BTreeMap<UserKey, Assoc> = users.into_iter().collect();
-        let line_of = |n: &Name| p.lines.get(n).copied().unwrap_or(0);
-        let accounts = match AccountGraph::build(p.accounts.clone()) {
-            Ok(g) => g,
-            Err(errs) => {
-                for e in errs {
-                    let line = match &e {
-                        GraphError::Duplicate(n) | GraphError::NoParent(n) => line_of(n),
-                        GraphError::MissingParent { child, .. } => line_of(child),
-                        GraphError::Cycle(names) => names.iter().map(line_of).min().unwrap_or(0),
-                    };
-                    diags.push(error(src, line, format!("field ParentName: on cluster `{cluster}`: {e}")));
+            };
+            // sacctmgr prints rows sorted: this is one pass over already ordered runs.
+            p.users.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+            let mut users: Vec<(UserKey, Assoc)> = Vec::with_capacity(p.users.len());
+            // The account of the previous row, known to have an account row.
+            let mut known: Option<Name> = None;
+            for (key, line, assoc) in p.users {
+                if users.last().is_some_and(|(last, _)| last == &key) {
+                    diags.push(error(
+                        src,
+                        line,
+                        format!(
+                            "field User: user association ({}, {}, {:?}) is listed twice",
+                            key.user,
+                            key.account,
+                            key.partition.as_ref().map(Name::as_str)
+                        ),
+                    ));
+                    continue;
                 }
-                AccountGraph::default()
+                if known.as_ref() != Some(&key.account) {
+                    if p.lines.contains_key(&key.account) {
+                        known = Some(key.account.clone());
+                    } else {
+                        diags.push(error(
+                            src,
+                            line,
+                            format!("field Account: user association under account `{}`, which has no account row on cluster `{cluster}`", key.account),
+                        ));
+                    }
+                }
+                users.push((key, assoc));
             }
-        };
-        out.insert(cluster.clone(), ClusterState { accounts, users, defaults: BTreeMap::new() });
+            let users: BTreeMap<UserKey, Assoc> = users.into_iter().collect();
+            let line_of = |n: &Name| p.lines.get(n).copied().unwrap_or(0);
+            let accounts = match AccountGraph::build(p.accounts.clone()) {
+                Ok(g) => g,
+                Err(errs) => {
+                    for e in errs {
+                        let line = match &e {
+                            GraphError::Duplicate(n) | GraphError::NoParent(n) => line_of(n),
+                            GraphError::MissingParent { child, .. } => line_of(child),
+                            GraphError::Cycle(names) => names.iter().map(line_of).min().unwrap_or(0),
+                        };
+                        diags.push(error(src, line, format!("field ParentName: on cluster `{cluster}`: {e}")));
+                    }
+                    AccountGraph::default()
+                }
+            };
+            out.insert(cluster.clone(), ClusterState { accounts, users, defaults: BTreeMap::new() });
+        }
+        out
     }
-    (out, diags)
 }
 
 /// Parse `defaults.txt` (Cluster|User|Account) into `clusters[c].defaults`.
 pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>) -> Vec<Diagnostic> {
     let (rows, mut diags) = parse_rows(src, DEFAULT_COLUMNS, false);
+    let layout = Layout::new(DEFAULT_COLUMNS, DEFAULT_COLUMNS);
+    // Rows come grouped by cluster: reuse the previous row's cluster name.
+    let mut last_cluster: Option<(&str, Name)> = None;
     for row in &rows {
-        let mut c = Cells { src, row, columns: DEFAULT_COLUMNS, diags: &mut diags };
+        let mut c = Cells { src, row, layout: &layout, diags: &mut diags };
         let (Some(cluster), Some(user), Some(account)) = (
-            c.name("Cluster", NameKind::Cluster),
-            c.name("User", NameKind::User),
-            c.name("Account", NameKind::Account),
+            c.name_cached(0, NameKind::Cluster, &mut last_cluster),
+            c.name(1, NameKind::User),
+            c.name(2, NameKind::Account),
         ) else {
             continue;
         };
@@ -611,9 +635,10 @@ pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>)
 pub fn parse_account_text(src: &Source, columns: &[&str]) -> (BTreeMap<Name, (usize, String)>, Vec<Diagnostic>) {
     let (rows, mut diags) = parse_rows(src, columns, true);
     let mut out = BTreeMap::new();
+    let layout = Layout::new(columns, columns);
     for row in &rows {
-        let mut c = Cells { src, row, columns, diags: &mut diags };
-        let Some(account) = c.name("Account", NameKind::Account) else {
+        let mut c = Cells { src, row, layout: &layout, diags: &mut diags };
+        let Some(account) = c.name(0, NameKind::Account) else {
             continue;
         };
         let text = row.cells.last().copied().unwrap_or("").to_string();
@@ -663,15 +688,16 @@ pub fn parse_accounts(descr: &Source, org: &Source) -> (BTreeMap<Name, AccountRe
 pub fn parse_qos(src: &Source) -> (BTreeMap<Name, Qos>, Vec<Diagnostic>) {
     let (rows, mut diags) = parse_rows(src, QOS_COLUMNS, true);
     let mut out = BTreeMap::new();
+    let layout = Layout::new(QOS_COLUMNS, QOS_COLUMNS);
     for row in &rows {
-        let mut c = Cells { src, row, columns: QOS_COLUMNS, diags: &mut diags };
-        let name = c.name("Name", NameKind::Qos);
-        let flags = c.get("Flags", parse_flags);
-        let grp_tres_mins = c.get("GrpTRESMins", values::parse_tres);
-        let grp_tres = c.get("GrpTRES", values::parse_tres);
-        let grp_submit_jobs = c.get("GrpSubmitJobs", parse_int);
-        let max_wall = c.get("MaxWall", opt_duration);
-        let description = c.raw("Description").to_string();
+        let mut c = Cells { src, row, layout: &layout, diags: &mut diags };
+        let name = c.name(0, NameKind::Qos);
+        let flags = c.get(1, parse_flags);
+        let grp_tres_mins = c.get(2, values::parse_tres);
+        let grp_tres = c.get(3, values::parse_tres);
+        let grp_submit_jobs = c.get(4, parse_int);
+        let max_wall = c.get(5, opt_duration);
+        let description = c.raw(6).to_string();
         let (Some(name), Some(flags), Some(grp_tres_mins), Some(grp_tres), Some(grp_submit_jobs), Some(max_wall)) =
             (name, flags, grp_tres_mins, grp_tres, grp_submit_jobs, max_wall)
         else {
@@ -694,10 +720,13 @@ pub fn parse_state(raw: &RawReads) -> Result<State, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let (clusters, d) = parse_clusters(&raw.clusters);
     diags.extend(d);
-    let (rows, d) = parse_assoc_rows(&raw.assocs, ASSOC_COLUMNS);
-    diags.extend(d);
-    let (mut cluster_states, d) = build_clusters(&raw.assocs, &clusters, rows);
-    diags.extend(d);
+    // Association rows go straight into their clusters (no list of a million rows first).
+    let rows_hint = raw.assocs.text.bytes().filter(|b| *b == b'\n').count() + 1;
+    let mut builder = ClusterBuilder::new(&raw.assocs, &clusters, rows_hint);
+    let mut row_diags = Vec::new();
+    for_each_assoc_row(&raw.assocs, ASSOC_COLUMNS, &mut diags, |row| builder.push(row, &mut row_diags));
+    diags.extend(row_diags);
+    let mut cluster_states = builder.finish(&mut diags);
     diags.extend(parse_defaults(&raw.defaults, &mut cluster_states));
     let (accounts, d) = parse_accounts(&raw.accounts_descr, &raw.accounts_org);
     diags.extend(d);
