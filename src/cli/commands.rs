@@ -251,15 +251,21 @@ fn emit(plan: &Plan, format: Format, color: bool) -> Result<(), Failure> {
         .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))
 }
 
+/// The desired file, loaded (or every problem found in it).
+pub type Loaded = Result<desired::Desired, Vec<Diagnostic>>;
+
 /// Load the desired file and read the current state. They are independent, so the file is
 /// loaded on a second thread meanwhile; nothing is printed for the file (callers report it).
-pub fn load_and_read(
+/// `after_read` runs on the current state as soon as it is read, while the file may still be
+/// loading (the file is the longer of the two at scale, so this work costs no wall time).
+pub fn load_and_read<T>(
     g: &Global,
     desired_path: &Path,
     state_dir: Option<&Path>,
     progress: bool,
     t: &mut Timings,
-) -> (Result<desired::Desired, Vec<Diagnostic>>, Result<State, Failure>) {
+    after_read: impl FnOnce(&State) -> T,
+) -> (Loaded, Result<(State, T), Failure>) {
     let (loaded, current) = std::thread::scope(|s| {
         let desired = s.spawn(|| {
             let started = std::time::Instant::now();
@@ -267,6 +273,11 @@ pub fn load_and_read(
         });
         let current = read_state(g, state_dir, progress);
         t.mark("read current state (in parallel with the next)");
+        let current = current.map(|c| {
+            let extra = after_read(&c);
+            (c, extra)
+        });
+        t.mark("prepare current state (in parallel with the next)");
         (desired.join().expect("the desired-state loader does not panic"), current)
     });
     t.note("load desired", loaded.1);
@@ -282,16 +293,12 @@ pub fn build_plan(
     targets: &[String],
 ) -> Result<(Plan, State), Failure> {
     let mut t = Timings::start();
-    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t);
+    // The planner's part of the current state is prepared while the desired file still loads.
+    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t, plan::Prepared::new);
     let mut d = report_desired(desired_path, loaded)?;
     select_clusters(g, &mut d)?;
-    let current = current?;
-    // Resolve uses one core; the planner's part of the current state is prepared on the other.
-    let (resolved, prepared) = std::thread::scope(|s| {
-        let prepared = s.spawn(|| plan::Prepared::new(&current));
-        (resolve(&d, &current), prepared.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
-    let resolved = resolved?;
+    let (current, prepared) = current?;
+    let resolved = resolve(&d, &current)?;
     t.mark("resolve");
     let partial = match targets {
         [] => None,

@@ -361,8 +361,7 @@ pub fn for_each_assoc_row(src: &Source, columns: &[&str], diags: &mut Vec<Diagno
         let parent = c.get(PARENT, |s| opt_name(s, NameKind::Account));
         // Nearly every user association sets nothing: an empty (or default `1`) share and
         // empty limit cells are the shared empty association, without parsing each cell.
-        let plain = (SHARE..ASSOC_COLUMNS.len())
-            .all(|k| matches!(c.raw(k), "") || (k == SHARE && c.raw(k) == "1"));
+        let plain = (SHARE..ASSOC_COLUMNS.len()).all(|k| matches!(c.raw(k), "") || (k == SHARE && c.raw(k) == "1"));
         let assoc = if plain { Some(Assoc::default()) } else { parse_assoc_cells(&mut c) };
         let (Some(cluster), Some(account), Some(user), Some(partition), Some(parent), Some(assoc)) =
             (cluster, account, user, partition, parent, assoc)
