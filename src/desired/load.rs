@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_saphyr::{MessageFormatter, UserMessageFormatter};
 
 use super::tree::{self, Node, SNode};
-use super::{Decl, Desired, DesiredAccount, DesiredCluster, Locations, Scope};
+use super::{Decl, DeclaredUser, DeclaredUsers, Desired, DesiredAccount, DesiredCluster, Locations, Scope};
 use crate::diag::{self, Diagnostic, Location};
 use crate::model::fingerprint::hash_bytes;
 use crate::model::names::{self, Name, NameKind};
@@ -658,8 +658,7 @@ impl<'a> Loader<'a> {
         // Every declared user association, in file order (one sorted bulk build below); sized
         // once, as are their locations: a million entries grown by doubling cost ~0.2 s.
         let declared_users = f.get("accounts").map_or(0, count_user_entries);
-        let mut user_assocs: Vec<(UserKey, Assoc)> = Vec::with_capacity(declared_users);
-        locations.reserve_user_assocs(cname, declared_users);
+        let mut user_assocs: Vec<DeclaredUser> = Vec::with_capacity(declared_users);
 
         if let Some(accts) = f.get("accounts") {
             for e in self.entries(accts, &format!("{what}.accounts")) {
@@ -706,12 +705,14 @@ impl<'a> Loader<'a> {
                 cluster.accounts.insert(aname.clone(), DesiredAccount { parent, assoc });
 
                 if let Some(users) = af.get("users") {
-                    self.account_users(cname, &aname, users, &awhat, &mut user_assocs, locations);
+                    self.account_users(cname, &aname, users, &awhat, &mut user_assocs);
                 }
             }
         }
 
-        cluster.users = user_assocs.into_iter().collect();
+        // Each (account, user, partition) is listed once per account (duplicates were refused
+        // above), so the keys are unique.
+        cluster.users = DeclaredUsers::from_unsorted(user_assocs).expect("user associations are unique per account");
 
         // Parents: declared here, root, or (warning) expected on the cluster already.
         for (aname, (_, parent_node)) in &declared {
@@ -798,8 +799,7 @@ impl<'a> Loader<'a> {
         aname: &Name,
         node: &SNode,
         awhat: &str,
-        user_assocs: &mut Vec<(UserKey, Assoc)>,
-        locations: &mut Locations,
+        user_assocs: &mut Vec<DeclaredUser>,
     ) {
         let what = format!("{awhat}.users");
         let Node::Seq(items) = &node.value else {
@@ -861,9 +861,8 @@ impl<'a> Loader<'a> {
                 continue;
             }
             seen.insert(k, item);
-            let key = UserKey { account: aname.clone(), user: user.clone(), partition };
-            locations.insert(Decl::UserAssoc(cname.clone(), key.clone()), self.pos(item));
-            user_assocs.push((key, assoc));
+            let key = UserKey { account: aname.clone(), user, partition };
+            user_assocs.push(DeclaredUser { key, assoc, at: self.pos(item) });
         }
     }
 

@@ -52,39 +52,19 @@ pub struct Desired {
 /// 1-based (line, column) in the desired file.
 pub type LineColumn = (u32, u32);
 
-/// (line, column) in `Desired::path` of each declared object.
-///
-/// Why two stores: a site declares up to a million user associations and their locations are
-/// only read when reporting an error about one of them, so they sit in a plain list per
-/// cluster (56 bytes each, searched linearly on that rare path) instead of a hash map (over
-/// 150 bytes each with its spare capacity). Everything else is in the map.
+/// (line, column) in `Desired::path` of each declared object except user associations,
+/// whose locations sit next to them in [`DeclaredUsers`] (a site declares up to a million, and
+/// a second copy of each key only to find a line number on an error path cost ~60 MB).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Locations {
     pub(crate) decls: HashMap<Decl, LineColumn>,
-    pub(crate) user_assocs: BTreeMap<Name, Vec<(UserKey, LineColumn)>>,
 }
 
 impl Locations {
-    pub(crate) fn insert(&mut self, decl: Decl, at: (u32, u32)) {
-        match decl {
-            Decl::UserAssoc(cluster, key) => self.user_assocs.entry(cluster).or_default().push((key, at)),
-            other => {
-                self.decls.insert(other, at);
-            }
-        }
-    }
-
-    /// Room for `n` more user-association locations on `cluster`.
-    pub(crate) fn reserve_user_assocs(&mut self, cluster: &Name, n: usize) {
-        self.user_assocs.entry(cluster.clone()).or_default().reserve(n);
-    }
-
-    fn get(&self, decl: &Decl) -> Option<(u32, u32)> {
-        match decl {
-            Decl::UserAssoc(cluster, key) => {
-                self.user_assocs.get(cluster)?.iter().find(|(k, _)| k == key).map(|(_, at)| *at)
-            }
-            other => self.decls.get(other).copied(),
+    /// Record where `decl` is declared. User associations are not stored here (see above).
+    pub(crate) fn insert(&mut self, decl: Decl, at: LineColumn) {
+        if !matches!(decl, Decl::UserAssoc(..)) {
+            self.decls.insert(decl, at);
         }
     }
 }
@@ -105,7 +85,11 @@ pub enum Decl {
 impl Desired {
     /// Where `decl` was declared; the file itself (line 0) when it was not.
     pub fn location(&self, decl: &Decl) -> Location {
-        let (line, column) = self.locations.get(decl).unwrap_or((0, 0));
+        let at = match decl {
+            Decl::UserAssoc(cluster, key) => self.clusters.get(cluster).and_then(|c| c.users.get(key)).map(|u| u.at),
+            other => self.locations.decls.get(other).copied(),
+        };
+        let (line, column) = at.unwrap_or((0, 0));
         Location { file: self.path.clone(), line: line as usize, column: column as usize }
     }
 }
@@ -114,9 +98,55 @@ impl Desired {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DesiredCluster {
     pub accounts: BTreeMap<Name, DesiredAccount>,
-    pub users: BTreeMap<UserKey, Assoc>,
+    pub users: DeclaredUsers,
     /// user -> DefaultAccount.
     pub defaults: BTreeMap<Name, Name>,
+}
+
+/// One declared user association and where it is declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredUser {
+    pub key: UserKey,
+    pub assoc: Assoc,
+    pub at: LineColumn,
+}
+
+/// The declared user associations of a cluster, sorted by key, each key once.
+///
+/// A sorted list rather than a map: a site declares up to a million, and they are only walked
+/// in order (resolve merges them into the desired state) or looked up on error paths; a
+/// B-tree of them cost ~100 MB and ~0.2 s to build at that size.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeclaredUsers(Vec<DeclaredUser>);
+
+impl DeclaredUsers {
+    /// Sort `users` by key; `None` if a key appears twice.
+    pub fn from_unsorted(mut users: Vec<DeclaredUser>) -> Option<DeclaredUsers> {
+        users.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        if users.windows(2).any(|w| w[0].key == w[1].key) {
+            return None;
+        }
+        Some(DeclaredUsers(users))
+    }
+    pub fn get(&self, key: &UserKey) -> Option<&DeclaredUser> {
+        self.0.binary_search_by(|u| u.key.cmp(key)).ok().map(|i| &self.0[i])
+    }
+    pub fn contains_key(&self, key: &UserKey) -> bool {
+        self.get(key).is_some()
+    }
+    /// (key, association) in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&UserKey, &Assoc)> + Clone {
+        self.0.iter().map(|u| (&u.key, &u.assoc))
+    }
+    pub fn keys(&self) -> impl Iterator<Item = &UserKey> + Clone {
+        self.0.iter().map(|u| &u.key)
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// One declared account association. `parent` defaults to `root`; for `root` itself it is

@@ -153,7 +153,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             .into_iter()
             .filter(|a| !managed.contains(*a))
             .flat_map(|a| cur.users_of_account(a))
-            .chain(&dc.users)
+            .chain(dc.users.iter())
             .map(|(k, a)| (k.clone(), a.clone()))
             .collect();
         let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
@@ -230,7 +230,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         for (name, da) in &dc.accounts {
             note(&da.assoc, &|| Decl::Account(cname.clone(), name.clone()));
         }
-        for (k, a) in &dc.users {
+        for (k, a) in dc.users.iter() {
             note(a, &|| Decl::UserAssoc(cname.clone(), k.clone()));
         }
         for (q, key) in referenced {

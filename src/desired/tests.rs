@@ -79,10 +79,10 @@ fn full_file_loads() {
     assert_eq!(c.accounts[&n("hpc_keep")].assoc.limits.fairshare, None, "fairshare 1 is Slurm's default");
 
     let bob = UserKey { account: n("hpc"), user: n("bob"), partition: Some(n("gpu")) };
-    assert_eq!(c.users[&bob].limits.max_jobs, Some(2));
-    assert_eq!(c.users[&bob].default_qos, Some(n("normal")));
+    assert_eq!(c.users.get(&bob).unwrap().assoc.limits.max_jobs, Some(2));
+    assert_eq!(c.users.get(&bob).unwrap().assoc.default_qos, Some(n("normal")));
     let alice = UserKey { account: n("hpc"), user: n("alice"), partition: None };
-    assert_eq!(c.users[&alice], Assoc::default());
+    assert_eq!(c.users.get(&alice).unwrap().assoc, Assoc::default());
     assert_eq!(c.users.len(), 4);
     assert_eq!(c.defaults[&n("alice")], n("hpc"));
     assert_eq!(c.defaults[&n("carol")], n("hpc_proj1"));
