@@ -281,6 +281,8 @@ pub fn load_and_read<T>(
         (desired.join().expect("the desired-state loader does not panic"), current)
     });
     t.note("load desired", loaded.1);
+    // The next phase is timed from here, not from the end of the read (it waited for the file).
+    t.restart();
     (loaded.0, current)
 }
 
@@ -440,6 +442,10 @@ impl Timings {
         if self.on {
             eprintln!("timing: {what}: {:.3} s", self.last.elapsed().as_secs_f64());
         }
+        self.last = std::time::Instant::now();
+    }
+    /// Time the next phase from now.
+    pub fn restart(&mut self) {
         self.last = std::time::Instant::now();
     }
     /// Report a duration measured elsewhere (another thread).

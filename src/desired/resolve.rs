@@ -146,59 +146,57 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             }
         };
         // Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones.
-        // Both sources are sorted and disjoint (declared accounts are managed): one bulk build.
-        let users: BTreeMap<_, _> = cur
-            .accounts
-            .names()
-            .into_iter()
-            .filter(|a| !managed.contains(*a))
-            .flat_map(|a| cur.users_of_account(a))
-            .chain(dc.users.iter())
-            .map(|(k, a)| (k.clone(), a.clone()))
-            .collect();
-        let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
-        // DefaultAccounts: declared, else current if still associated, else the first remaining.
-        let index = user_index(new.users.keys());
-        let mut defaults = BTreeMap::new();
-        for (user, accts) in &index {
-            if let Some(want) = dc.defaults.get(*user) {
-                if accts.contains(want) {
-                    defaults.insert((*user).clone(), want.clone());
-                } else {
-                    errors.push(
-                        Diagnostic::error(
-                            "default-account-not-associated",
-                            format!(
-                                "user `{user}` on `{cname}` has default_account `{want}` but no association with it"
-                            ),
-                        )
-                        .at(d.location(&Decl::User(cname.clone(), (*user).clone())))
-                        .hint(format!(
-                            "add `{user}` to the users of `{want}`, or choose one of: {}",
-                            accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
-                        )),
-                    );
-                }
-                continue;
-            }
-            match cur.defaults.get(*user) {
-                Some(cd) if accts.contains(cd) => {
-                    defaults.insert((*user).clone(), cd.clone());
-                }
-                old => {
-                    let first = (*accts.iter().next().expect("non-empty")).clone();
-                    if let Some(old) = old {
-                        warnings.push(
-                            Diagnostic::warning("default-account-moved", format!(
-                                "user `{user}` on `{cname}` loses DefaultAccount `{old}`; it will move to `{first}` (first remaining association, by name)"
-                            ))
-                            .hint(format!("set clusters.{cname}.users.{user}.default_account to choose")),
+        // Both sources are sorted and disjoint (declared accounts are managed): one bulk build,
+        // on a second core while this one indexes the same keys and settles DefaultAccounts.
+        let unmanaged: Vec<&Name> = cur.accounts.names().into_iter().filter(|a| !managed.contains(*a)).collect();
+        let sources = || unmanaged.iter().flat_map(|a| cur.users_of_account(a)).chain(dc.users.iter());
+        let (users, index, defaults) = std::thread::scope(|s| {
+            let users = s.spawn(|| sources().map(|(k, a)| (k.clone(), a.clone())).collect::<BTreeMap<_, _>>());
+            let index = user_index(sources().map(|(k, _)| k));
+            // DefaultAccounts: declared, else current if still associated, else the first remaining.
+            let mut defaults = BTreeMap::new();
+            for (user, accts) in &index {
+                if let Some(want) = dc.defaults.get(*user) {
+                    if accts.contains(want) {
+                        defaults.insert((*user).clone(), want.clone());
+                    } else {
+                        errors.push(
+                            Diagnostic::error(
+                                "default-account-not-associated",
+                                format!(
+                                    "user `{user}` on `{cname}` has default_account `{want}` but no association with it"
+                                ),
+                            )
+                            .at(d.location(&Decl::User(cname.clone(), (*user).clone())))
+                            .hint(format!(
+                                "add `{user}` to the users of `{want}`, or choose one of: {}",
+                                accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+                            )),
                         );
                     }
-                    defaults.insert((*user).clone(), first);
+                    continue;
+                }
+                match cur.defaults.get(*user) {
+                    Some(cd) if accts.contains(cd) => {
+                        defaults.insert((*user).clone(), cd.clone());
+                    }
+                    old => {
+                        let first = (*accts.iter().next().expect("non-empty")).clone();
+                        if let Some(old) = old {
+                            warnings.push(
+                                Diagnostic::warning("default-account-moved", format!(
+                                    "user `{user}` on `{cname}` loses DefaultAccount `{old}`; it will move to `{first}` (first remaining association, by name)"
+                                ))
+                                .hint(format!("set clusters.{cname}.users.{user}.default_account to choose")),
+                            );
+                        }
+                        defaults.insert((*user).clone(), first);
+                    }
                 }
             }
-        }
+            (users.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), index, defaults)
+        });
+        let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
         for (user, want) in &dc.defaults {
             if !index.contains_key(user) {
                 errors.push(
