@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 use std::io::Write;
 
-use super::state::State;
+use super::state::{Assoc, State, UserKey};
 
 struct HashWriter(Sha256);
 
@@ -42,10 +42,18 @@ pub fn fingerprint(state: &State) -> String {
             let _ = serde_json::to_writer(&mut w, assoc);
             let _ = writeln!(w);
         }
+        // The same bytes as serde_json writes, without it for the common case: a million keys
+        // of plain names, nearly all with the one shared empty association.
+        let empty = Assoc::default();
+        let empty_json = serde_json::to_string(&empty).unwrap_or_default();
         for (key, assoc) in &c.users {
             let _ = write!(w, "U ");
-            let _ = serde_json::to_writer(&mut w, key);
-            let _ = serde_json::to_writer(&mut w, assoc);
+            write_key(&mut w, key);
+            if *assoc == empty {
+                let _ = w.write_all(empty_json.as_bytes());
+            } else {
+                let _ = serde_json::to_writer(&mut w, assoc);
+            }
             let _ = writeln!(w);
         }
         for (user, acct) in &c.defaults {
@@ -64,6 +72,23 @@ pub fn fingerprint(state: &State) -> String {
     hex
 }
 
+/// A user key as serde_json writes it (`{"account":"a","user":"u","partition":"p"}`, no
+/// partition when unset). Names never need JSON escapes ([`crate::model::Name`] refuses
+/// quotes, backslashes and control characters); serde_json writes any other key.
+fn write_key(w: &mut impl Write, key: &UserKey) {
+    let plain = |n: &str| n.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    let names = [Some(&key.account), Some(&key.user), key.partition.as_ref()];
+    if !names.iter().flatten().all(|n| plain(n.as_str())) {
+        let _ = serde_json::to_writer(w, key);
+        return;
+    }
+    let _ = write!(w, "{{\"account\":\"{}\",\"user\":\"{}\"", key.account, key.user);
+    if let Some(p) = &key.partition {
+        let _ = write!(w, ",\"partition\":\"{p}\"");
+    }
+    let _ = w.write_all(b"}");
+}
+
 /// `sha256:<hex>` of raw bytes (the desired file, a plan body).
 pub fn hash_bytes(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
@@ -72,4 +97,23 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
         hex.push_str(&format!("{b:02x}"));
     }
     hex
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Name, NameKind};
+
+    #[test]
+    fn user_keys_are_written_as_serde_json_writes_them() {
+        let n = |s: &str| Name::strict(s, NameKind::User).unwrap();
+        for key in [
+            UserKey { account: n("phys"), user: n("u1.x-y"), partition: None },
+            UserKey { account: n("a_b"), user: n("Alice"), partition: Some(n("gpu")) },
+        ] {
+            let mut mine = Vec::new();
+            write_key(&mut mine, &key);
+            assert_eq!(String::from_utf8(mine).unwrap(), serde_json::to_string(&key).unwrap());
+        }
+    }
 }

@@ -30,6 +30,8 @@ pub struct Sim {
 impl Sim {
     pub fn new(state: State) -> Sim {
         let mut user_assocs: HashMap<(Name, Name), usize, crate::model::names::Fnv> = HashMap::default();
+        // Users have a few associations each: sized once instead of re-hashing as it grows.
+        user_assocs.reserve(state.clusters.values().map(|c| c.users.len() / 4).sum());
         for (cname, c) in &state.clusters {
             for k in c.users.keys() {
                 *user_assocs.entry((cname.clone(), k.user.clone())).or_insert(0) += 1;
