@@ -12,6 +12,7 @@
 //!   and flat flow collections as values: the shape people and slurmplan's generators write.
 //! - `fast` builds any plain YAML (no anchors, aliases, tags or merge keys) from the events of
 //!   granit-parser (the parser serde-saphyr itself uses).
+//!
 //! Anything else, and any syntax error, goes to serde-saphyr. Plain scalars are typed the way
 //! serde-saphyr types them: common forms here, any other one by asking serde-saphyr about that
 //! scalar alone. `tests::both_builders_agree` (every shipped and test YAML file, tricky
