@@ -154,11 +154,12 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             let users = s.spawn(|| sources().map(|(k, a)| (k.clone(), a.clone())).collect::<BTreeMap<_, _>>());
             let index = user_index(sources().map(|(k, _)| k));
             // DefaultAccounts: declared, else current if still associated, else the first remaining.
-            let mut defaults = BTreeMap::new();
+            // Settled in user order, so collected in a list and bulk-built.
+            let mut defaults: Vec<(Name, Name)> = Vec::with_capacity(index.len());
             for (user, accts) in &index {
                 if let Some(want) = dc.defaults.get(*user) {
                     if accts.contains(want) {
-                        defaults.insert((*user).clone(), want.clone());
+                        defaults.push(((*user).clone(), want.clone()));
                     } else {
                         errors.push(
                             Diagnostic::error(
@@ -178,7 +179,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                 }
                 match cur.defaults.get(*user) {
                     Some(cd) if accts.contains(cd) => {
-                        defaults.insert((*user).clone(), cd.clone());
+                        defaults.push(((*user).clone(), cd.clone()));
                     }
                     old => {
                         let first = (*accts.iter().next().expect("non-empty")).clone();
@@ -190,10 +191,11 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                                 .hint(format!("set clusters.{cname}.users.{user}.default_account to choose")),
                             );
                         }
-                        defaults.insert((*user).clone(), first);
+                        defaults.push(((*user).clone(), first));
                     }
                 }
             }
+            let defaults: BTreeMap<Name, Name> = defaults.into_iter().collect();
             (users.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), index, defaults)
         });
         let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };

@@ -169,7 +169,13 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn new(current: &State) -> Prepared {
-        Prepared { fingerprint: fingerprint(current), sim: Sim::new(current.clone()) }
+        // Two independent halves: the fingerprint on a thread of its own, so that the OS can
+        // run it wherever a core is free (the desired file may still be loading on the other).
+        std::thread::scope(|s| {
+            let fingerprint = s.spawn(|| fingerprint(current));
+            let sim = Sim::new(current.clone());
+            Prepared { fingerprint: fingerprint.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), sim }
+        })
     }
 }
 

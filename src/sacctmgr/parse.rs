@@ -608,6 +608,9 @@ pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>)
     let layout = Layout::new(DEFAULT_COLUMNS, DEFAULT_COLUMNS);
     // Rows come grouped by cluster: reuse the previous row's cluster name.
     let mut last_cluster: Option<(&str, Name)> = None;
+    // (user, line, account) per cluster; one sort and bulk build per cluster (sacctmgr prints
+    // them sorted, so the sort is one pass) instead of two hundred thousand inserts.
+    let mut per: BTreeMap<Name, Vec<(Name, usize, Name)>> = BTreeMap::new();
     for row in &rows {
         let mut c = Cells { src, row, layout: &layout, diags: &mut diags };
         let (Some(cluster), Some(user), Some(account)) = (
@@ -617,19 +620,30 @@ pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>)
         ) else {
             continue;
         };
-        let Some(cs) = clusters.get_mut(&cluster) else {
+        if !clusters.contains_key(&cluster) {
             diags.push(error(src, row.line, format!("field Cluster: cluster `{cluster}` is not in clusters.txt")));
             continue;
-        };
-        if let Some(prev) = cs.defaults.get(&user) {
-            diags.push(error(
-                src,
-                row.line,
-                format!("field User: user `{user}` has two default accounts on cluster `{cluster}` (`{prev}` and `{account}`)"),
-            ));
-            continue;
         }
-        cs.defaults.insert(user, account);
+        per.entry(cluster).or_default().push((user, row.line, account));
+    }
+    for (cluster, mut list) in per {
+        list.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        list.dedup_by(|later, first| {
+            let same = later.0 == first.0;
+            if same {
+                diags.push(error(
+                    src,
+                    later.1,
+                    format!(
+                        "field User: user `{}` has two default accounts on cluster `{cluster}` (`{}` and `{}`)",
+                        later.0, first.2, later.2
+                    ),
+                ));
+            }
+            same
+        });
+        let cs = clusters.get_mut(&cluster).expect("checked above");
+        cs.defaults = list.into_iter().map(|(user, _, account)| (user, account)).collect();
     }
     diags
 }
