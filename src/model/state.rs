@@ -484,7 +484,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// The index as the plain definition says: user -> accounts, by string order.
-    fn naive<'a>(keys: &'a [UserKey]) -> BTreeMap<&'a Name, BTreeSet<&'a Name>> {
+    fn naive(keys: &[UserKey]) -> BTreeMap<&Name, BTreeSet<&Name>> {
         let mut m: BTreeMap<&Name, BTreeSet<&Name>> = BTreeMap::new();
         for k in keys {
             m.entry(&k.user).or_default().insert(&k.account);
