@@ -75,7 +75,8 @@ pub(super) fn load(path: &Path, text: &str) -> Result<Desired, Vec<Diagnostic>> 
 /// One mapping entry whose key is a scalar.
 struct Entry<'n> {
     key: &'n SNode<'n>,
-    text: String,
+    /// The key as text, borrowed where it is a string (no copy of fifty thousand names).
+    text: std::borrow::Cow<'n, str>,
     value: &'n SNode<'n>,
 }
 
@@ -158,7 +159,11 @@ impl<'a> Loader<'a> {
         };
         let mut out = Vec::new();
         for (k, v) in items {
-            match k.value.scalar_text() {
+            let text = match &k.value {
+                Node::Str(s) => Some(std::borrow::Cow::Borrowed(&**s)),
+                other => other.scalar_text().map(std::borrow::Cow::Owned),
+            };
+            match text {
                 Some(text) => out.push(Entry { key: k, text, value: v }),
                 None => self.error(
                     "wrong-type",
@@ -396,11 +401,11 @@ impl<'a> Loader<'a> {
                 self.error("bad-tres", e.key, format!("`{}` in `{what}` is not a TRES name", e.text), hint);
                 continue;
             }
-            if seen.contains_key(&e.text) {
+            if seen.contains_key(&*e.text) {
                 self.error("duplicate-key", e.key, format!("TRES `{}` appears twice in `{what}`", e.text), "keep one");
                 continue;
             }
-            seen.insert(e.text.clone(), e.key);
+            seen.insert(e.text.to_string(), e.key);
             let label = format!("{what}.{}", e.text);
             let value = match &e.value.value {
                 Node::Int(n) if *n < 0 => {
@@ -426,7 +431,7 @@ impl<'a> Loader<'a> {
                 }
             };
             if let Some(v) = value {
-                out.insert(e.text.clone(), v);
+                out.insert(e.text.to_string(), v);
             }
         }
         out
