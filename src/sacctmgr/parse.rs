@@ -450,9 +450,11 @@ struct ClusterBuilder<'s> {
 struct PendingCluster {
     accounts: Vec<(Name, Option<Name>, Assoc)>,
     lines: HashMap<Name, usize, crate::model::names::Fnv>,
-    /// (key, line, assoc) in file order; sorted and checked for duplicates at the end
-    /// (a sorted bulk build is much cheaper than a million inserts).
-    users: Vec<(UserKey, usize, Assoc)>,
+    /// (key, assoc) in file order, and each one's line; sorted and checked for duplicates at
+    /// the end (a sorted bulk build is much cheaper than a million inserts). Two lists: the
+    /// first becomes the map's list in place.
+    users: Vec<(UserKey, Assoc)>,
+    user_lines: Vec<u32>,
 }
 
 impl<'s> ClusterBuilder<'s> {
@@ -476,6 +478,7 @@ impl<'s> ClusterBuilder<'s> {
             accounts: Vec::new(),
             lines: HashMap::default(),
             users: Vec::with_capacity(capacity),
+            user_lines: Vec::with_capacity(capacity),
         });
         match row.user {
             None => {
@@ -531,7 +534,8 @@ impl<'s> ClusterBuilder<'s> {
                     return;
                 }
                 let key = UserKey { account: row.account, user, partition: row.partition };
-                p.users.push((key, row.line, row.assoc));
+                p.users.push((key, row.assoc));
+                p.user_lines.push(u32::try_from(row.line).unwrap_or(u32::MAX));
             }
         }
     }
@@ -540,47 +544,55 @@ impl<'s> ClusterBuilder<'s> {
         let src = self.src;
         let mut out = BTreeMap::new();
         for cluster in self.clusters {
-            let Some(mut p) = self.per.remove(cluster) else {
+            let Some(p) = self.per.remove(cluster) else {
                 out.insert(cluster.clone(), ClusterState::default());
                 continue;
             };
-            // sacctmgr prints rows sorted: this is one pass over already ordered runs.
-            p.users.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-            // A repeated key keeps its first row; the others are reported.
-            p.users.dedup_by(|later, first| {
-                let same = later.0 == first.0;
-                if same {
-                    let key = &later.0;
-                    diags.push(error(
-                        src,
-                        later.1,
-                        format!(
-                            "field User: user association ({}, {}, {:?}) is listed twice",
-                            key.user,
-                            key.account,
-                            key.partition.as_ref().map(Name::as_str)
-                        ),
-                    ));
-                }
-                same
-            });
+            // sacctmgr prints rows sorted by key: then this is one pass and nothing moves.
+            let sorted = p.users.windows(2).all(|w| w[0].0 < w[1].0);
+            let (users, lines) = if sorted {
+                (p.users, p.user_lines)
+            } else {
+                let mut all: Vec<((UserKey, Assoc), u32)> = p.users.into_iter().zip(p.user_lines).collect();
+                all.sort_by(|a, b| a.0.0.cmp(&b.0.0).then(a.1.cmp(&b.1)));
+                // A repeated key keeps its first row; the others are reported.
+                all.dedup_by(|later, first| {
+                    let same = later.0.0 == first.0.0;
+                    if same {
+                        let key = &later.0.0;
+                        diags.push(error(
+                            src,
+                            later.1 as usize,
+                            format!(
+                                "field User: user association ({}, {}, {:?}) is listed twice",
+                                key.user,
+                                key.account,
+                                key.partition.as_ref().map(Name::as_str)
+                            ),
+                        ));
+                    }
+                    same
+                });
+                all.into_iter().unzip()
+            };
             // The account of the previous row, known to have an account row.
             let mut known: Option<&Name> = None;
-            for (key, line, _) in &p.users {
+            for ((key, _), line) in users.iter().zip(&lines) {
                 if known != Some(&key.account) {
                     if p.lines.contains_key(&key.account) {
                         known = Some(&key.account);
                     } else {
                         diags.push(error(
                             src,
-                            *line,
+                            *line as usize,
                             format!("field Account: user association under account `{}`, which has no account row on cluster `{cluster}`", key.account),
                         ));
                     }
                 }
             }
+            drop(lines);
             // Collected in place (no second list of a million rows).
-            let users: BTreeMap<UserKey, Assoc> = p.users.into_iter().map(|(key, _, assoc)| (key, assoc)).collect();
+            let users: BTreeMap<UserKey, Assoc> = users.into_iter().collect();
             let line_of = |n: &Name| p.lines.get(n).copied().unwrap_or(0);
             let accounts = match AccountGraph::build(p.accounts.clone()) {
                 Ok(g) => g,

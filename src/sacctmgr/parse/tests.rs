@@ -451,3 +451,26 @@ fn state_strategy() -> impl Strategy<Value = State> {
             State { clusters, accounts, qos }
         })
 }
+
+#[test]
+fn user_rows_in_any_order_and_repeated_ones() {
+    let acct = |a: &str| arow(&[("Cluster", "c1"), ("Account", a), ("ParentName", "root")]);
+    let user = |a: &str, u: &str| arow(&[("Cluster", "c1"), ("Account", a), ("User", u)]);
+    let root = arow(&[("Cluster", "c1"), ("Account", "root")]);
+    let sorted = [root.clone(), acct("a"), acct("b"), user("a", "u1"), user("a", "u2"), user("b", "u1")].join("\n");
+    let shuffled = [root.clone(), acct("b"), user("b", "u1"), acct("a"), user("a", "u2"), user("a", "u1")].join("\n");
+    let s1 = parse_state(&raw("c1\n", &sorted, "", "", "", "")).unwrap();
+    let s2 = parse_state(&raw("c1\n", &shuffled, "", "", "", "")).unwrap();
+    assert_eq!(s1, s2);
+    assert_eq!(s1.clusters["c1"].users.len(), 3);
+    // A repeated association is reported at its second line, once.
+    let repeated = [root, acct("a"), user("a", "u1"), user("a", "u2"), user("a", "u1")].join("\n");
+    let errs = errors_of(parse_state(&raw("c1\n", &repeated, "", "", "", "")));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with(
+            "assocs.txt:5: error[bad-snapshot]: field User: user association (u1, a, None) is listed twice"
+        ),
+        "{errs:?}"
+    );
+}
