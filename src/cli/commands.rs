@@ -295,8 +295,9 @@ pub fn build_plan(
     targets: &[String],
 ) -> Result<(Plan, State), Failure> {
     let mut t = Timings::start();
-    // The planner's part of the current state is prepared while the desired file still loads.
-    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t, plan::Prepared::new);
+    // The current state's fingerprint is taken while the desired file still loads (the
+    // planner's copy of the state is made later, beside the diff).
+    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t, plan::Prepared::fingerprint_only);
     let mut d = report_desired(desired_path, loaded)?;
     select_clusters(g, &mut d)?;
     let (current, prepared) = current?;
