@@ -398,3 +398,51 @@ fn docs_example_loads_cleanly() {
     assert_eq!(render(&d.warnings), "");
     assert_eq!(d.clusters.len(), 2);
 }
+
+mod declared_users {
+    use super::super::{DeclaredUser, DeclaredUsers};
+    use crate::model::{Assoc, Name, NameKind, UserKey};
+    use proptest::prelude::*;
+
+    fn key(a: &str, u: &str, p: Option<&str>) -> UserKey {
+        let n = |s: &str| Name::strict(s, NameKind::Account).unwrap();
+        UserKey { account: n(a), user: n(u), partition: p.map(n) }
+    }
+
+    proptest! {
+        /// Any declaration order (grouped by account as the loader lists them, or not at
+        /// all): walked in key order, found by key, refused when a key repeats.
+        #[test]
+        fn ordered_found_and_unique(
+            raw in prop::collection::vec(("a[0-9]{1,2}", "u[0-9]{1,2}", prop::option::of("p[12]")), 0..80),
+            grouped in any::<bool>(),
+        ) {
+            let mut keys: Vec<UserKey> = raw.iter().map(|(a, u, p)| key(a, u, p.as_deref())).collect();
+            if grouped {
+                // stable: accounts together, in first-seen order, users in declaration order
+                let order: Vec<Name> = keys.iter().map(|k| k.account.clone()).fold(Vec::new(), |mut v, a| {
+                    if !v.contains(&a) { v.push(a); }
+                    v
+                });
+                keys.sort_by_key(|k| order.iter().position(|a| *a == k.account));
+            }
+            let list: Vec<DeclaredUser> =
+                keys.iter().enumerate().map(|(i, k)| DeclaredUser { key: k.clone(), assoc: Assoc::default(), at: (i as u32, 1) }).collect();
+            let mut want = keys.clone();
+            want.sort();
+            let repeated = want.windows(2).any(|w| w[0] == w[1]);
+            match DeclaredUsers::from_unsorted(list) {
+                None => prop_assert!(repeated),
+                Some(d) => {
+                    prop_assert!(!repeated);
+                    prop_assert_eq!(d.keys().cloned().collect::<Vec<_>>(), want.clone());
+                    for (i, k) in keys.iter().enumerate() {
+                        prop_assert_eq!(d.get(k).map(|u| u.at), Some((i as u32, 1)));
+                    }
+                    prop_assert!(d.get(&key("b1", "u1", None)).is_none());
+                    prop_assert_eq!(d.len(), keys.len());
+                }
+            }
+        }
+    }
+}

@@ -126,6 +126,12 @@ impl Name {
         &self.0
     }
 
+    /// `==`, answered without comparing the text when both are the same shared name (names
+    /// parsed on one thread are shared: see the name table below).
+    pub fn same(&self, other: &Name) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+
     /// The smallest name (empty), only as a lower bound for range queries.
     pub(crate) fn min_value() -> Name {
         // Shared: range queries ask for it once per account (fifty thousand times in a large plan).
