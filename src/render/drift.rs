@@ -68,6 +68,9 @@ impl DriftReport {
     /// Build the report from the diff of current and (resolved) desired.
     pub fn new(desired: impl Into<String>, clusters: impl IntoIterator<Item = Name>, changes: &[Change]) -> Self {
         let mut objects: Vec<DriftObject> = Vec::new();
+        // address -> position in `objects` (a linear search per change was quadratic: ~0.4 s
+        // for the 20,000 changes of a 1% drift at a million associations).
+        let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for c in changes {
             let o = fields::object(c);
             let address = c.address();
@@ -77,13 +80,14 @@ impl DriftReport {
                 .map(|f| DriftField { field: f.name.to_string(), current: value(&f.before), desired: value(&f.after) })
                 .collect();
             // A re-parent and an update of the same account are one drifted object.
-            if let Some(prev) = objects.iter_mut().find(|p| p.address == address) {
+            if let Some(prev) = at.get(&address).map(|&i| &mut objects[i]) {
                 prev.fields.extend(rows);
                 if prev.action == Action::Update && o.action == Action::Reparent {
                     prev.action = Action::Reparent;
                 }
                 continue;
             }
+            at.insert(address.clone(), objects.len());
             objects.push(DriftObject {
                 address,
                 cluster: o.cluster.map(|c| c.to_string()),
