@@ -651,22 +651,21 @@ fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Pl
         }
         let progressed = !ready.is_empty();
         // batch: same command with another object list; keep the order of first appearance
-        let mut batches: Vec<(Command, Vec<String>)> = Vec::new();
+        // (each batch keyed by its command without objects; names gathered, then set once)
+        let mut batches: Vec<(Command, Vec<Name>, Vec<String>)> = Vec::new();
         for (t, cmd, object) in ready {
             pending.remove(&t);
             let key = cmd.with_objects(Vec::new());
-            match batches.iter_mut().find(|(c, _)| c.with_objects(Vec::new()) == key) {
-                Some((c, objects)) => {
-                    let mut names = c.objects().to_vec();
+            match batches.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, names, objects)) => {
                     names.extend(cmd.objects().iter().cloned());
-                    *c = c.with_objects(names);
                     objects.push(object);
                 }
-                None => batches.push((cmd, vec![object])),
+                None => batches.push((key, cmd.objects().to_vec(), vec![object])),
             }
         }
-        for (cmd, objects) in batches {
-            b.emit(Phase::QosSwap, cmd, objects, None)?;
+        for (key, names, objects) in batches {
+            b.emit(Phase::QosSwap, key.with_objects(names), objects, None)?;
         }
         if progressed {
             continue;
