@@ -154,6 +154,13 @@ impl DeclaredUsers {
     pub fn contains_key(&self, key: &UserKey) -> bool {
         self.get(key).is_some()
     }
+    /// The user associations declared under `account`, in key order.
+    pub fn of_account(&self, account: &Name) -> &[DeclaredUser] {
+        match self.runs.binary_search_by(|&(start, _)| self.users[start].key.account.cmp(account)) {
+            Ok(r) => &self.users[self.runs[r].0..self.runs[r].1],
+            Err(_) => &[],
+        }
+    }
     /// (key, association) in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&UserKey, &Assoc)> + Clone {
         self.runs.iter().flat_map(|&(start, end)| self.users[start..end].iter()).map(|u| (&u.key, &u.assoc))

@@ -150,7 +150,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         // on a second core while this one indexes the same keys and settles DefaultAccounts.
         let unmanaged: Vec<&Name> = cur.accounts.names().into_iter().filter(|a| !managed.contains(*a)).collect();
         let sources = || unmanaged.iter().flat_map(|a| cur.users_of_account(a)).chain(dc.users.iter());
-        let (users, index, defaults) = std::thread::scope(|s| {
+        let (users, index, defaults, broken) = std::thread::scope(|s| {
             let users = s.spawn(|| sources().map(|(k, a)| (k.clone(), a.clone())).collect::<BTreeMap<_, _>>());
             let index = user_index(sources().map(|(k, _)| k));
             // DefaultAccounts: declared, else current if still associated, else the first remaining.
@@ -196,7 +196,15 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                 }
             }
             let defaults: BTreeMap<Name, Name> = defaults.into_iter().collect();
-            (users.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), index, defaults)
+            // slurmdbd's rules on the rebuilt cluster, checked from the same sources while
+            // the user map is still being built (used below only if nothing else failed).
+            let users_of = |a| {
+                let declared = if managed.contains(a) { dc.users.of_account(a) } else { &[] };
+                let kept = (!managed.contains(a)).then(|| cur.users_of_account(a)).into_iter().flatten();
+                declared.iter().map(|u| (&u.key, &u.assoc)).chain(kept)
+            };
+            let broken = sim::check_cluster_parts(cname, &accounts, users_of, &defaults, &index);
+            (users.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), index, defaults, broken)
         });
         let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
         for (user, want) in &dc.defaults {
@@ -250,7 +258,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         // The rebuilt cluster must obey slurmdbd's rules (checked below; clusters the file
         // does not declare are copied unchanged).
         if errors.is_empty() {
-            after.extend(sim::check_cluster(cname, &new, &index));
+            after.extend(broken);
         }
         managed_all.insert(cname.clone(), managed);
         state.clusters.insert(cname.clone(), new);
@@ -309,4 +317,56 @@ fn uses(a: &Assoc, q: &Name) -> bool {
             QosList::Set(s) => s.contains(q),
             QosList::Delta { add, remove } => add.contains(q) || remove.contains(q),
         }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sacctmgr::parse::{RawReads, Source, parse_state};
+
+    /// 18 association cells: cluster, account, user, parent, QOS list, DefaultQOS.
+    fn row(account: &str, user: &str, parent: &str, qos: &str, default_qos: &str) -> String {
+        format!("c1|{account}|{user}||{parent}|1|||||||||||{qos}|{default_qos}")
+    }
+
+    /// slurmdbd's DefaultQOS rule on the rebuilt cluster: a declared account and a declared
+    /// user association that inherit a list without their DefaultQOS, and a kept (unmanaged)
+    /// user association whose inherited list a managed parent changes, are each reported once;
+    /// what the current state already breaks is not.
+    #[test]
+    fn default_qos_outside_the_inherited_list_is_reported() {
+        let assocs = [
+            row("root", "", "", "normal", ""),
+            row("hpc_p", "", "root", "normal", ""),
+            row("lab2", "", "hpc_p", "", ""),
+            row("lab2", "u3", "", "", "normal"),
+            row("old", "", "root", "hi", "normal"), // already broken, unmanaged: not reported
+        ]
+        .join("\n");
+        let names = "root|r\nhpc_p|p\nlab2|l\nold|o\n";
+        let raw = RawReads {
+            clusters: Source::new("clusters.txt", "c1\n"),
+            assocs: Source::new("assocs.txt", assocs),
+            defaults: Source::new("defaults.txt", "c1|u3|lab2\n"),
+            accounts_descr: Source::new("accounts-descr.txt", names),
+            accounts_org: Source::new("accounts-org.txt", names),
+            qos: Source::new("qos.txt", "hi||||||\nnormal||||||\n"),
+        };
+        let current = parse_state(&raw).unwrap();
+        let desired = crate::desired::load_str(
+            std::path::Path::new("d.yaml"),
+            "version: 1\nmanaged:\n  prefixes: [hpc_]\nclusters:\n  c1:\n    accounts:\n      hpc_p:\n        qos: [hi]\n        default_qos: hi\n      hpc_c:\n        parent: hpc_p\n        default_qos: normal\n      hpc_a:\n        parent: hpc_p\n        users:\n          - {name: u2, default_qos: normal}\n",
+        )
+        .unwrap();
+        let errors = match super::resolve(&desired, &current) {
+            Ok(_) => panic!("resolved"),
+            Err(d) => d.into_iter().filter(|d| d.is_error()).map(|d| d.message).collect::<Vec<_>>(),
+        };
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        for what in ["account `hpc_c`", "`u2@hpc_a`", "`u3@lab2`"] {
+            assert!(
+                errors.iter().any(|e| e.contains(what) && e.contains("DefaultQOS `normal`")),
+                "{what}: {errors:#?}"
+            );
+        }
+    }
 }

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::command::Command;
-use crate::model::{Assoc, ClusterState, Name, Qos, QosList, State, UserKey, names::root};
+use crate::model::{AccountGraph, Assoc, ClusterState, Name, Qos, QosList, State, UserKey, names::root};
 
 /// Why a command would break a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -314,14 +314,23 @@ pub fn check_subtree(c: &ClusterState, top: &Name) -> Result<(), SimError> {
 }
 
 fn check_account(c: &ClusterState, acct: &Name) -> Result<(), SimError> {
-    let eff = c.accounts.effective_qos(acct.as_str());
-    let def = c.accounts.effective_default_qos(acct.as_str());
+    check_account_parts(&c.accounts, acct, c.users_of_account(acct))
+}
+
+/// [`check_account`] given the account tree and the account's user associations.
+fn check_account_parts<'u>(
+    accounts: &AccountGraph,
+    acct: &Name,
+    users: impl Iterator<Item = (&'u UserKey, &'u Assoc)>,
+) -> Result<(), SimError> {
+    let eff = accounts.effective_qos(acct.as_str());
+    let def = accounts.effective_default_qos(acct.as_str());
     if let Some(d) = def
         && !eff.contains(d)
     {
         return err(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(&eff)));
     }
-    for (k, a) in c.users_of_account(acct) {
+    for (k, a) in users {
         check_user(&eff, def, k, a)?;
     }
     Ok(())
@@ -371,14 +380,30 @@ pub fn check_state(state: &State) -> Vec<SimError> {
 /// Check every rule on one cluster; `index` is `c.user_index()` (callers that already have it
 /// pass it in rather than build it twice).
 pub fn check_cluster(cname: &Name, c: &ClusterState, index: &BTreeMap<&Name, BTreeSet<&Name>>) -> Vec<SimError> {
+    check_cluster_parts(cname, &c.accounts, |a| c.users_of_account(a), &c.defaults, index)
+}
+
+/// [`check_cluster`] over the parts of a cluster: its account tree, each account's user
+/// associations (`users_of`), its DefaultAccounts and the user index. Resolve checks the
+/// desired cluster this way while its user map is still being built on the other core.
+pub fn check_cluster_parts<'u, I>(
+    cname: &Name,
+    accounts: &'u AccountGraph,
+    users_of: impl Fn(&'u Name) -> I,
+    defaults: &BTreeMap<Name, Name>,
+    index: &BTreeMap<&Name, BTreeSet<&Name>>,
+) -> Vec<SimError>
+where
+    I: Iterator<Item = (&'u UserKey, &'u Assoc)>,
+{
     let mut out = Vec::new();
-    for acct in c.accounts.names() {
-        if let Err(e) = check_account(c, acct) {
+    for acct in accounts.names() {
+        if let Err(e) = check_account_parts(accounts, acct, users_of(acct)) {
             out.push(SimError(format!("on `{cname}`: {}", e.0)));
         }
     }
     for (user, accts) in index {
-        match c.defaults.get(*user) {
+        match defaults.get(*user) {
             Some(d) if accts.contains(d) => {}
             Some(d) => out.push(SimError(format!(
                 "on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"
@@ -386,7 +411,7 @@ pub fn check_cluster(cname: &Name, c: &ClusterState, index: &BTreeMap<&Name, BTr
             None => out.push(SimError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
         }
     }
-    for user in c.defaults.keys() {
+    for user in defaults.keys() {
         if !index.contains_key(user) {
             out.push(SimError(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association")));
         }
