@@ -297,7 +297,7 @@ pub fn build_plan(
     let mut t = Timings::start();
     // The current state's fingerprint is taken while the desired file still loads (the
     // planner's copy of the state is made later, beside the diff).
-    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t, plan::Prepared::fingerprint_only);
+    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t, plan::Prepared::new);
     let mut d = report_desired(desired_path, loaded)?;
     select_clusters(g, &mut d)?;
     let (current, prepared) = current?;

@@ -146,10 +146,17 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             }
         };
         // Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones.
-        // Both sources are sorted and disjoint (declared accounts are managed): one bulk build,
-        // on a second core while this one indexes the same keys and settles DefaultAccounts.
-        let unmanaged: Vec<&Name> = cur.accounts.names().into_iter().filter(|a| !managed.contains(*a)).collect();
-        let sources = || unmanaged.iter().flat_map(|a| cur.users_of_account(a)).chain(dc.users.iter());
+        // Walked account by account in name order, so in key order: one bulk build, on a
+        // second core while this one indexes the same keys, settles DefaultAccounts and checks
+        // slurmdbd's rules.
+        let users_of = |a| {
+            let managed = managed.contains(a);
+            let declared = if managed { dc.users.of_account(a) } else { &[] };
+            let kept = (!managed).then(|| cur.users_of_account(a)).into_iter().flatten();
+            declared.iter().map(|u| (&u.key, &u.assoc)).chain(kept)
+        };
+        let names = accounts.names();
+        let sources = || names.iter().flat_map(|a| users_of(a));
         let (users, index, defaults, broken) = std::thread::scope(|s| {
             let users = s.spawn(|| sources().map(|(k, a)| (k.clone(), a.clone())).collect::<BTreeMap<_, _>>());
             let index = user_index(sources().map(|(k, _)| k));
@@ -198,11 +205,6 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             let defaults: BTreeMap<Name, Name> = defaults.into_iter().collect();
             // slurmdbd's rules on the rebuilt cluster, checked from the same sources while
             // the user map is still being built (used below only if nothing else failed).
-            let users_of = |a| {
-                let declared = if managed.contains(a) { dc.users.of_account(a) } else { &[] };
-                let kept = (!managed.contains(a)).then(|| cur.users_of_account(a)).into_iter().flatten();
-                declared.iter().map(|u| (&u.key, &u.assoc)).chain(kept)
-            };
             let broken = sim::check_cluster_parts(cname, &accounts, users_of, &defaults, &index);
             (users.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), index, defaults, broken)
         });

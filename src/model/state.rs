@@ -399,9 +399,10 @@ impl ClusterState {
     }
 
     /// User associations under `account` (all users, all partitions), in key order.
-    pub fn users_of_account<'a>(&'a self, account: &'a Name) -> impl Iterator<Item = (&'a UserKey, &'a Assoc)> + 'a {
+    pub fn users_of_account<'a>(&'a self, account: &Name) -> impl Iterator<Item = (&'a UserKey, &'a Assoc)> + use<'a> {
+        let account = account.clone();
         let lo = UserKey { account: account.clone(), user: Name::min_value(), partition: None };
-        self.users.range(lo..).take_while(move |(k, _)| &k.account == account)
+        self.users.range(lo..).take_while(move |(k, _)| k.account == account)
     }
 
     /// Whether `user` has any association (any partition) under `account`.

@@ -159,84 +159,61 @@ pub fn unbatch(plan: &mut Plan) {
     plan.steps = out;
 }
 
-/// What planning needs from the current state alone: its fingerprint and the planner's model
-/// of it (a copy of the state). A caller with other work to do first builds it meanwhile:
-/// `plan` computes the fingerprint while the desired file loads, and the copy is made on a
-/// second core while the diff runs (the copy is the larger half, ~0.2 s at a million
-/// associations, and the diff leaves the other core idle).
+/// What planning needs from the current state before the desired state is known: its
+/// fingerprint (`plan` takes it while the desired file loads). The planner's copy of the
+/// state is made later, beside the diff (the diff leaves the other core idle).
 pub struct Prepared {
     fingerprint: String,
-    sim: Option<Sim>,
 }
 
 impl Prepared {
-    /// Both halves now: the fingerprint on a thread of its own, the copy on this one.
     pub fn new(current: &State) -> Prepared {
-        std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint(current));
-            let sim = Sim::new(current.clone());
-            Prepared {
-                fingerprint: fingerprint.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-                sim: Some(sim),
-            }
-        })
-    }
-
-    /// The fingerprint only; [`make_plan_prepared`] copies the state while it diffs.
-    pub fn fingerprint_only(current: &State) -> Prepared {
-        Prepared { fingerprint: fingerprint(current), sim: None }
+        Prepared { fingerprint: fingerprint(current) }
     }
 }
 
 /// Diff and order: the whole planning pipeline on two complete states.
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    // Nothing else to overlap with here: the fingerprint on a second core while the copy and
-    // the diff are made.
-    let (fingerprint, plan_parts) = std::thread::scope(|s| {
-        let fingerprint = s.spawn(|| fingerprint(current));
-        let parts = sim_and_changes(None, current, desired);
-        (fingerprint.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), parts)
+    // Nothing else to overlap with here: the fingerprint on a second core meanwhile.
+    let (prepared, (sim, changes)) = std::thread::scope(|s| {
+        let prepared = s.spawn(|| Prepared::new(current));
+        let parts = sim_and_changes(current, desired);
+        (prepared.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), parts)
     });
-    let (sim, changes) = plan_parts;
-    plan_changes(Prepared { fingerprint, sim: Some(sim) }, changes, current, desired, desired_hash)
+    plan_changes(prepared, sim, changes, current, desired, desired_hash)
 }
 
-/// [`make_plan`] with the current state's part already prepared (`Prepared::new(current)` or
-/// `Prepared::fingerprint_only(current)`).
+/// [`make_plan`] with the fingerprint already taken (`Prepared::new(current)`).
 pub fn make_plan_prepared(
     prepared: Prepared,
     current: &State,
     desired: &State,
     desired_hash: &str,
 ) -> Result<Plan, PlanError> {
-    let Prepared { fingerprint, sim } = prepared;
-    let (sim, changes) = sim_and_changes(sim, current, desired);
-    plan_changes(Prepared { fingerprint, sim: Some(sim) }, changes, current, desired, desired_hash)
+    let (sim, changes) = sim_and_changes(current, desired);
+    plan_changes(prepared, sim, changes, current, desired, desired_hash)
 }
 
-/// The diff, and the planner's copy of `current` (made on a second core meanwhile if not given).
-fn sim_and_changes(sim: Option<Sim>, current: &State, desired: &State) -> (Sim, Vec<Change>) {
-    match sim {
-        Some(sim) => (sim, diff::diff(current, desired)),
-        // The copy on this thread, which goes on to change and free it: a copy made on the
-        // other thread cost ~0.2 s more at a million associations (its memory is another
-        // thread's, and every change and free of it goes through the allocator's slow path).
-        None => std::thread::scope(|s| {
-            let changes = s.spawn(|| diff::diff(current, desired));
-            let sim = Sim::new(current.clone());
-            (sim, changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-        }),
-    }
+/// The planner's copy of `current`, and the diff, made on a second core meanwhile. The copy
+/// is made on this thread, which goes on to change and free it: a copy made on the other
+/// thread cost ~0.2 s more at a million associations (its memory is another thread's, and
+/// every change and free of it goes through the allocator's slow path).
+fn sim_and_changes(current: &State, desired: &State) -> (Sim, Vec<Change>) {
+    std::thread::scope(|s| {
+        let changes = s.spawn(|| diff::diff(current, desired));
+        let sim = Sim::new(current.clone());
+        (sim, changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    })
 }
 
 fn plan_changes(
     prepared: Prepared,
+    sim: Sim,
     changes: Vec<Change>,
     current: &State,
     desired: &State,
     desired_hash: &str,
 ) -> Result<Plan, PlanError> {
-    let sim = prepared.sim.expect("make_plan and make_plan_prepared pass the copy");
     let (steps, mut lints) = build::build_steps_and_lints(sim, desired, &changes)?;
     lints.extend(lints::lint(current, desired, &changes, &steps));
     lints::sort(&mut lints);

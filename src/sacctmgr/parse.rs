@@ -44,6 +44,28 @@ pub const ASSOC_COLUMNS: &[&str] = &[
     "QOS",
     "DefaultQOS",
 ];
+/// Positions in [`ASSOC_COLUMNS`], for the association parser's cells.
+mod col {
+    pub const CLUSTER: usize = 0;
+    pub const ACCOUNT: usize = 1;
+    pub const USER: usize = 2;
+    pub const PARTITION: usize = 3;
+    pub const PARENT: usize = 4;
+    pub const SHARE: usize = 5;
+    pub const GRP_JOBS: usize = 6;
+    pub const GRP_SUBMIT_JOBS: usize = 7;
+    pub const GRP_TRES: usize = 8;
+    pub const GRP_TRES_MINS: usize = 9;
+    pub const GRP_WALL: usize = 10;
+    pub const MAX_JOBS: usize = 11;
+    pub const MAX_SUBMIT_JOBS: usize = 12;
+    pub const MAX_TRES: usize = 13;
+    pub const MAX_TRES_MINS: usize = 14;
+    pub const MAX_WALL: usize = 15;
+    pub const QOS: usize = 16;
+    pub const DEFAULT_QOS: usize = 17;
+}
+
 /// Columns of `defaults.txt`.
 pub const DEFAULT_COLUMNS: &[&str] = &["Cluster", "User", "Account"];
 /// Columns of `accounts-descr.txt` (free text last).
@@ -340,13 +362,7 @@ pub fn for_each_assoc_row(src: &Source, columns: &[&str], diags: &mut Vec<Diagno
         diags.push(error(src, 0, format!("unknown association column `{bad}`")));
         return;
     }
-    // Field indices into ASSOC_COLUMNS.
-    const CLUSTER: usize = 0;
-    const ACCOUNT: usize = 1;
-    const USER: usize = 2;
-    const PARTITION: usize = 3;
-    const PARENT: usize = 4;
-    const SHARE: usize = 5;
+    use col::*;
     let layout = Layout::new(ASSOC_COLUMNS, columns);
     // Rows come grouped by cluster and account: reuse the previous row's name when the text is
     // the same (one comparison instead of a lookup in the name table).
@@ -375,19 +391,19 @@ pub fn for_each_assoc_row(src: &Source, columns: &[&str], diags: &mut Vec<Diagno
 /// The limit, QoS and DefaultQOS cells of one association row (`None` if any is bad; every
 /// bad cell is reported).
 fn parse_assoc_cells(c: &mut Cells<'_, '_>) -> Option<Assoc> {
-    let fs = c.get(5, fairshare);
-    let grp_jobs = c.get(6, parse_int);
-    let grp_submit_jobs = c.get(7, parse_int);
-    let grp_tres = c.get(8, values::parse_tres);
-    let grp_tres_mins = c.get(9, values::parse_tres);
-    let grp_wall = c.get(10, opt_duration);
-    let max_jobs = c.get(11, parse_int);
-    let max_submit_jobs = c.get(12, parse_int);
-    let max_tres = c.get(13, values::parse_tres);
-    let max_tres_mins = c.get(14, values::parse_tres);
-    let max_wall = c.get(15, opt_duration);
-    let qos = c.get(16, parse_qos_list);
-    let default_qos = c.get(17, |s| opt_name(s, NameKind::Qos));
+    let fs = c.get(col::SHARE, fairshare);
+    let grp_jobs = c.get(col::GRP_JOBS, parse_int);
+    let grp_submit_jobs = c.get(col::GRP_SUBMIT_JOBS, parse_int);
+    let grp_tres = c.get(col::GRP_TRES, values::parse_tres);
+    let grp_tres_mins = c.get(col::GRP_TRES_MINS, values::parse_tres);
+    let grp_wall = c.get(col::GRP_WALL, opt_duration);
+    let max_jobs = c.get(col::MAX_JOBS, parse_int);
+    let max_submit_jobs = c.get(col::MAX_SUBMIT_JOBS, parse_int);
+    let max_tres = c.get(col::MAX_TRES, values::parse_tres);
+    let max_tres_mins = c.get(col::MAX_TRES_MINS, values::parse_tres);
+    let max_wall = c.get(col::MAX_WALL, opt_duration);
+    let qos = c.get(col::QOS, parse_qos_list);
+    let default_qos = c.get(col::DEFAULT_QOS, |s| opt_name(s, NameKind::Qos));
     let limits = Limits {
         fairshare: fs?,
         grp_jobs: grp_jobs?,

@@ -402,10 +402,10 @@ pub fn check_cluster(cname: &Name, c: &ClusterState, index: &BTreeMap<&Name, BTr
 /// [`check_cluster`] over the parts of a cluster: its account tree, each account's user
 /// associations (`users_of`), its DefaultAccounts and the user index. Resolve checks the
 /// desired cluster this way while its user map is still being built on the other core.
-pub fn check_cluster_parts<'u, I>(
+pub fn check_cluster_parts<'g, 'u, I>(
     cname: &Name,
-    accounts: &'u AccountGraph,
-    users_of: impl Fn(&'u Name) -> I,
+    accounts: &'g AccountGraph,
+    users_of: impl Fn(&'g Name) -> I,
     defaults: &BTreeMap<Name, Name>,
     index: &BTreeMap<&Name, BTreeSet<&Name>>,
 ) -> Vec<SimError>

@@ -43,6 +43,34 @@ fn columns_match_the_reads() {
 }
 
 #[test]
+fn association_cell_positions_name_their_columns() {
+    let at = [
+        (col::CLUSTER, "Cluster"),
+        (col::ACCOUNT, "Account"),
+        (col::USER, "User"),
+        (col::PARTITION, "Partition"),
+        (col::PARENT, "ParentName"),
+        (col::SHARE, "Share"),
+        (col::GRP_JOBS, "GrpJobs"),
+        (col::GRP_SUBMIT_JOBS, "GrpSubmitJobs"),
+        (col::GRP_TRES, "GrpTRES"),
+        (col::GRP_TRES_MINS, "GrpTRESMins"),
+        (col::GRP_WALL, "GrpWall"),
+        (col::MAX_JOBS, "MaxJobs"),
+        (col::MAX_SUBMIT_JOBS, "MaxSubmitJobs"),
+        (col::MAX_TRES, "MaxTRES"),
+        (col::MAX_TRES_MINS, "MaxTRESMins"),
+        (col::MAX_WALL, "MaxWall"),
+        (col::QOS, "QOS"),
+        (col::DEFAULT_QOS, "DefaultQOS"),
+    ];
+    assert_eq!(at.len(), ASSOC_COLUMNS.len());
+    for (i, name) in at {
+        assert_eq!(ASSOC_COLUMNS[i], name);
+    }
+}
+
+#[test]
 fn rows_tolerate_final_newline_and_crlf_only() {
     let s = Source::new("f", "a|b\r\nc|d\r\n");
     let (rows, d) = parse_rows(&s, &["X", "Y"], false);
