@@ -441,7 +441,7 @@ impl Timings {
     }
     pub fn mark(&mut self, what: &str) {
         if self.on {
-            eprintln!("timing: {what}: {:.3} s", self.last.elapsed().as_secs_f64());
+            eprintln!("timing: {what}: {:.3} s{}", self.last.elapsed().as_secs_f64(), resident());
         }
         self.last = std::time::Instant::now();
     }
@@ -455,4 +455,12 @@ impl Timings {
             eprintln!("timing: {what}: {:.3} s", took.as_secs_f64());
         }
     }
+}
+
+/// The process's resident memory now (Linux `/proc/self/status`), for timing lines; empty where
+/// it cannot be read.
+fn resident() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kib.map(|k| format!(" (resident {} MiB)", k / 1024)).unwrap_or_default()
 }
