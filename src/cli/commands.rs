@@ -461,6 +461,9 @@ impl Timings {
 /// it cannot be read.
 fn resident() -> String {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
     kib.map(|k| format!(" (resident {} MiB)", k / 1024)).unwrap_or_default()
 }

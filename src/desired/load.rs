@@ -45,9 +45,6 @@ const USER_ASSOC_ONLY_KEYS: &[&str] = &["name", "partition"];
 /// Parse `text` and build a [`Desired`]; see `super::load_str`.
 pub(super) fn load(path: &Path, text: &str) -> Result<Desired, Vec<Diagnostic>> {
     let mut l = Loader { file: path, diags: Vec::new(), preserve_user_case: false, qos_refs: BTreeMap::new() };
-    // At most one new name per ~64 bytes of a large file (user lists are ~8 bytes a name, but
-    // users repeat across accounts).
-    crate::model::names::reserve_names(text.len() / 64);
     let root = match tree::parse(text) {
         Ok(root) => root,
         Err(e) => {

@@ -194,7 +194,7 @@ fn account_runs(users: &[DeclaredUser]) -> Vec<(usize, usize)> {
     let mut runs = Vec::new();
     let mut start = 0;
     for i in 1..=users.len() {
-        if i == users.len() || !users[i].key.account.same(&users[start].key.account) {
+        if i == users.len() || users[i].key.account != users[start].key.account {
             if start < i {
                 runs.push((start, i));
             }

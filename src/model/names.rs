@@ -30,11 +30,82 @@ impl fmt::Display for NameKind {
 }
 
 /// A name as sacctmgr stores it: lower-cased (users may keep case with PreserveCaseUser) and
-/// made only of `[a-z0-9_.-]`. Shared (`Arc<str>`): a million associations repeat the same
-/// user and account names, and states are cloned while planning; clones must be cheap.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Name(std::sync::Arc<str>);
+/// made only of `[a-z0-9_.-]`.
+///
+/// A small value (16 bytes, like a shared string handle, and `Option<Name>` too): a million
+/// associations repeat the same names, states are copied while planning, and every map is
+/// ordered by names. Names of up to 15 bytes, nearly all user names and many account names,
+/// are kept inline: making one needs no lookup, copying one no reference count, and two
+/// compare as one integer. Longer names are stored once per process in a table of long names
+/// (below) and held by their index there. This is the one special structure for speed in the
+/// model (issue 7); everything else sees `as_str` and the usual traits.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Name(Repr);
+
+#[derive(Clone, PartialEq, Eq)]
+enum Repr {
+    /// The bytes, zero-padded, and the length.
+    Short([u8; INLINE], Len),
+    /// An index into the table of long names (each distinct long name has one index, so equal
+    /// indices mean equal names and different ones different names).
+    Long(u32),
+}
+
+/// Bytes kept inline.
+const INLINE: usize = 15;
+
+/// The length of a short name. An enum rather than a `u8` so that its unused values tell the
+/// two kinds of name apart without a separate tag (that keeps `Name` at 16 bytes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Len {
+    L0,
+    L1,
+    L2,
+    L3,
+    L4,
+    L5,
+    L6,
+    L7,
+    L8,
+    L9,
+    L10,
+    L11,
+    L12,
+    L13,
+    L14,
+    L15,
+}
+
+const LENS: [Len; INLINE + 1] = [
+    Len::L0,
+    Len::L1,
+    Len::L2,
+    Len::L3,
+    Len::L4,
+    Len::L5,
+    Len::L6,
+    Len::L7,
+    Len::L8,
+    Len::L9,
+    Len::L10,
+    Len::L11,
+    Len::L12,
+    Len::L13,
+    Len::L14,
+    Len::L15,
+];
+
+const _: () = assert!(std::mem::size_of::<Name>() == 16 && std::mem::size_of::<Option<Name>>() == 16);
+
+/// A short name as one integer that orders like the text: the zero-padded bytes, then the
+/// length (if the padded bytes are equal, the shorter text is a prefix of the longer one).
+fn short_key(bytes: &[u8; INLINE], len: Len) -> u128 {
+    let mut k = [0u8; 16];
+    k[..INLINE].copy_from_slice(bytes);
+    k[INLINE] = len as u8;
+    u128::from_be_bytes(k)
+}
 
 /// Why a name was refused, with a hint that says what to write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,7 +185,7 @@ impl Name {
             };
             return Err(err(reason, hint));
         }
-        Ok(Parsed { lowercased: needs_fold, name: Name(intern(folded)) })
+        Ok(Parsed { lowercased: needs_fold, name: Name::new(folded) })
     }
 
     /// Parse and insist there was nothing to fold (used where input comes from sacctmgr itself).
@@ -122,46 +193,176 @@ impl Name {
         Name::parse(input, kind, true).map(|p| p.name)
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// A name for `text` as it is (no validation: [`Name::parse`] validates).
+    fn new(text: &str) -> Name {
+        let b = text.as_bytes();
+        if b.len() <= INLINE {
+            let mut bytes = [0u8; INLINE];
+            bytes[..b.len()].copy_from_slice(b);
+            Name(Repr::Short(bytes, LENS[b.len()]))
+        } else {
+            Name(Repr::Long(long_names::index_of(text)))
+        }
     }
 
-    /// `==`, answered without comparing the text when both are the same shared name (names
-    /// parsed on one thread are shared: see the name table below).
-    pub fn same(&self, other: &Name) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // Always whole UTF-8: made from a `&str` of this length.
+            Repr::Short(bytes, len) => std::str::from_utf8(&bytes[..*len as usize]).expect("a name is made from text"),
+            Repr::Long(i) => long_names::text(*i),
+        }
     }
 
     /// The smallest name (empty), only as a lower bound for range queries.
     pub(crate) fn min_value() -> Name {
-        // Shared: range queries ask for it once per account (fifty thousand times in a large plan).
-        static EMPTY: std::sync::LazyLock<Name> = std::sync::LazyLock::new(|| Name(std::sync::Arc::from("")));
-        EMPTY.clone()
+        Name::new("")
     }
 
     /// Build without validation. Only for literals known to be valid (`root`).
     pub fn from_static(s: &'static str) -> Name {
         debug_assert!(Name::strict(s, NameKind::Account).is_ok());
-        Name(std::sync::Arc::from(s))
+        Name::new(s)
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Name) -> std::cmp::Ordering {
+        match (&self.0, &other.0) {
+            (Repr::Short(a, la), Repr::Short(b, lb)) => short_key(a, *la).cmp(&short_key(b, *lb)),
+            (Repr::Long(a), Repr::Long(b)) if a == b => std::cmp::Ordering::Equal,
+            _ => self.as_str().cmp(other.as_str()),
+        }
+    }
+}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Hashed as its text, so that maps keyed by names can be searched with a `&str`: a `str`
+/// hashes as its bytes and then `0xff` (`Hasher::write_str`, which stable hashers cannot
+/// change); short names write their bytes without making a `&str` first.
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match &self.0 {
+            Repr::Short(bytes, len) => {
+                h.write(&bytes[..*len as usize]);
+                h.write_u8(0xff);
+            }
+            Repr::Long(_) => self.as_str().hash(h),
+        }
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Name").field(&self.as_str()).finish()
     }
 }
 
 impl fmt::Display for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl std::borrow::Borrow<str> for Name {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
-thread_local! {
-    /// Every distinct name parsed on this thread, shared: a million associations name ~250k
-    /// distinct users and accounts, so storing each once keeps states small and clones cheap.
-    static NAMES: std::cell::RefCell<std::collections::HashSet<std::sync::Arc<str>, Fnv>> = Default::default();
+impl Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Read back as written (saved plans and snapshots' manifests), like a plain string.
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Name::new(&text))
+    }
+}
+
+/// The process's table of names longer than [`INLINE`] bytes: each distinct one is stored
+/// once (never freed: a run names a bounded set) under a stable index. Reading a name by its
+/// index takes no lock (two atomic loads, for the chunk and the slot); adding one takes the
+/// table's lock, behind a per-thread cache so that a million repeats of a name lock once.
+mod long_names {
+    use super::Fnv;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+
+    /// Chunk `k` has `FIRST << k` slots; 23 chunks hold every `u32` index.
+    const FIRST: usize = 1024;
+    const CHUNKS: usize = 23;
+
+    struct Table {
+        chunks: [OnceLock<Box<[OnceLock<&'static str>]>>; CHUNKS],
+        index: Mutex<HashMap<&'static str, u32, Fnv>>,
+    }
+
+    static TABLE: Table =
+        Table { chunks: [const { OnceLock::new() }; CHUNKS], index: Mutex::new(HashMap::with_hasher(Fnv::new())) };
+
+    thread_local! {
+        static SEEN: std::cell::RefCell<HashMap<&'static str, u32, Fnv>> = Default::default();
+    }
+
+    /// Chunk and position in it of index `i`.
+    fn place(i: u32) -> (usize, usize) {
+        let n = i as usize / FIRST + 1;
+        let k = (usize::BITS - 1 - n.leading_zeros()) as usize;
+        (k, i as usize - FIRST * ((1 << k) - 1))
+    }
+
+    fn slot(i: u32) -> &'static OnceLock<&'static str> {
+        let (k, at) = place(i);
+        let chunk = TABLE.chunks[k].get_or_init(|| (0..FIRST << k).map(|_| OnceLock::new()).collect());
+        &chunk[at]
+    }
+
+    pub(super) fn text(i: u32) -> &'static str {
+        slot(i).get().expect("a long name's index is handed out only after its text is stored")
+    }
+
+    pub(super) fn index_of(text: &str) -> u32 {
+        if let Some(i) = SEEN.with(|seen| seen.borrow().get(text).copied()) {
+            return i;
+        }
+        let (stored, i) = {
+            let mut index = TABLE.index.lock().unwrap_or_else(|e| e.into_inner());
+            match index.get_key_value(text) {
+                Some((s, i)) => (*s, *i),
+                None => {
+                    let i = u32::try_from(index.len()).expect("fewer than 4 billion distinct long names");
+                    let s: &'static str = Box::leak(text.into());
+                    slot(i).set(s).expect("each index is handed out once");
+                    index.insert(s, i);
+                    (s, i)
+                }
+            }
+        };
+        SEEN.with(|seen| seen.borrow_mut().insert(stored, i));
+        i
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn chunks_follow_each_other() {
+            assert_eq!(super::place(0), (0, 0));
+            assert_eq!(super::place(1023), (0, 1023));
+            assert_eq!(super::place(1024), (1, 0));
+            assert_eq!(super::place(3071), (1, 2047));
+            assert_eq!(super::place(3072), (2, 0));
+            assert_eq!(super::place(u32::MAX).0, super::CHUNKS - 1);
+        }
+    }
 }
 
 /// FNV-1a, for hash maps keyed by names: a large plan hashes a few million short names, where
@@ -187,25 +388,6 @@ impl std::hash::Hasher for FnvHasher {
     fn finish(&self) -> u64 {
         self.0
     }
-}
-
-/// Make room in this thread's name table for `n` more names before parsing a large input:
-/// growing it step by step re-hashes every name stored so far at each step (~3% of a plan
-/// at a million associations).
-pub fn reserve_names(n: usize) {
-    NAMES.with(|set| set.borrow_mut().reserve(n));
-}
-
-fn intern(s: &str) -> std::sync::Arc<str> {
-    NAMES.with(|set| {
-        let mut set = set.borrow_mut();
-        if let Some(a) = set.get(s) {
-            return a.clone();
-        }
-        let a: std::sync::Arc<str> = std::sync::Arc::from(s);
-        set.insert(a.clone());
-        a
-    })
 }
 
 /// The root account every Slurm cluster has; never deleted.
@@ -257,5 +439,49 @@ mod tests {
     fn free_text_is_lowercased() {
         assert_eq!(free_text("Physics Dept").unwrap(), "physics dept");
         assert!(free_text("it's").is_err());
+    }
+
+    fn hash_of<T: std::hash::Hash + ?Sized>(t: &T) -> u64 {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(t)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Short (inline) and long (table) names, mixed: order, equality and hash are the text's,
+        /// and the text comes back unchanged (also through serde).
+        #[test]
+        fn names_behave_like_their_text(a in "[a-zA-Z0-9_.-]{0,40}", b in "[a-zA-Z0-9_.-]{0,40}", cut in 0usize..40) {
+            // Often a prefix of the other, so that equal starts and lengths near 15 are common.
+            let b = if cut % 3 == 0 { a[..cut.min(a.len())].to_string() } else { b };
+            let (na, nb) = (Name::new(&a), Name::new(&b));
+            proptest::prop_assert_eq!(na.as_str(), a.as_str());
+            proptest::prop_assert_eq!(nb.as_str(), b.as_str());
+            proptest::prop_assert_eq!(na.cmp(&nb), a.cmp(&b));
+            proptest::prop_assert_eq!(na == nb, a == b);
+            proptest::prop_assert_eq!(hash_of(&na), hash_of(a.as_str()));
+            let fnv = |t: &dyn Fn(&mut FnvHasher)| { let mut h = FnvHasher::default(); t(&mut h); std::hash::Hasher::finish(&h) };
+            proptest::prop_assert_eq!(fnv(&|h| std::hash::Hash::hash(&na, h)), fnv(&|h| std::hash::Hash::hash(a.as_str(), h)));
+            let back: Name = serde_json::from_str(&serde_json::to_string(&na).unwrap()).unwrap();
+            proptest::prop_assert!(back == na);
+        }
+    }
+
+    #[test]
+    fn long_names_made_on_other_threads_are_the_same_names() {
+        let text = "hpc_a_genome-assembly-2026-long";
+        let here = Name::new(text);
+        let there: Vec<Name> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2).map(|_| s.spawn(|| Name::new(text))).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for n in there {
+            assert!(matches!((&n.0, &here.0), (Repr::Long(a), Repr::Long(b)) if a == b));
+            assert_eq!(n, here);
+            assert_eq!(n.as_str(), text);
+        }
+        assert!(matches!(Name::new("fifteen_bytes_x").0, Repr::Short(..)));
+        assert!(matches!(Name::new("sixteen_bytes_xy").0, Repr::Long(_)));
+        assert_eq!(format!("{:?}", Name::new("bob")), "Name(\"bob\")");
     }
 }

@@ -436,38 +436,20 @@ impl ClusterState {
 /// user -> set of accounts the user is associated with (any partition), from association keys.
 pub fn user_index<'a>(keys: impl IntoIterator<Item = &'a UserKey>) -> BTreeMap<&'a Name, BTreeSet<&'a Name>> {
     // One sort and bulk builds: a million inserts into nested trees cost several times more.
-    // The sort compares the first eight bytes of user names as integers (most user names are
-    // that short): a million string comparisons through memcmp cost ~0.2 s at that size.
-    let mut pairs: Vec<(u64, &Name, &Name)> =
-        keys.into_iter().map(|k| (prefix(&k.user), &k.user, &k.account)).collect();
-    let same_user = |a: &(u64, &Name, &Name), b: &(u64, &Name, &Name)| {
-        a.0 == b.0 && ((a.1.as_str().len() <= 8 && b.1.as_str().len() <= 8) || a.1 == b.1)
-    };
-    pairs.sort_unstable_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| if same_user(a, b) { std::cmp::Ordering::Equal } else { a.1.cmp(b.1) })
-            .then_with(|| a.2.cmp(b.2))
-    });
-    pairs.dedup_by(|b, a| same_user(a, b) && a.2 == b.2);
+    // The sort works on copies of the names (small values, see `Name`), not on references to
+    // them: no pointer to follow per comparison.
+    let mut pairs: Vec<(Name, Name, &UserKey)> =
+        keys.into_iter().map(|k| (k.user.clone(), k.account.clone(), k)).collect();
+    pairs.sort_unstable_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    pairs.dedup_by(|b, a| a.0 == b.0 && a.1 == b.1);
     let mut m: Vec<(&Name, BTreeSet<&Name>)> = Vec::new();
     let mut rest = pairs.as_slice();
     while let Some(first) = rest.first() {
-        let n = rest.iter().take_while(|p| same_user(first, p)).count();
-        m.push((first.1, rest[..n].iter().map(|(_, _, a)| *a).collect()));
+        let n = rest.iter().take_while(|p| p.0 == first.0).count();
+        m.push((&first.2.user, rest[..n].iter().map(|p| &p.2.account).collect()));
         rest = &rest[n..];
     }
     m.into_iter().collect()
-}
-
-/// The first eight bytes of a name as a big-endian integer (zero-padded): integers compare as
-/// the names' prefixes do, and names of at most eight bytes are equal iff their prefixes are
-/// (names never contain NUL).
-fn prefix(n: &Name) -> u64 {
-    let b = n.as_str().as_bytes();
-    let mut a = [0u8; 8];
-    let k = b.len().min(8);
-    a[..k].copy_from_slice(&b[..k]);
-    u64::from_be_bytes(a)
 }
 
 /// The whole accounting state: what `sacctmgr` reads back, or what the desired file declares.

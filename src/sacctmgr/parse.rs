@@ -767,8 +767,6 @@ pub fn parse_state(raw: &RawReads) -> Result<State, Vec<Diagnostic>> {
     diags.extend(d);
     // Association rows go straight into their clusters (no list of a million rows first).
     let rows_hint = raw.assocs.text.bytes().filter(|b| *b == b'\n').count() + 1;
-    // About one new name per four rows on real and synthetic sites (users repeat).
-    crate::model::names::reserve_names(rows_hint / 4);
     let mut builder = ClusterBuilder::new(&raw.assocs, &clusters, rows_hint);
     let mut row_diags = Vec::new();
     for_each_assoc_row(&raw.assocs, ASSOC_COLUMNS, &mut diags, |row| builder.push(row, &mut row_diags));
