@@ -3,6 +3,10 @@
 //! Deterministic for a given seed. Not used by slurmplan itself.
 //!
 //! usage: slurmplan-gen --out DIR [--accounts N] [--users N] [--assocs N] [--drift F] [--seed S]
+//!                      [--long-names]
+//!
+//! `--long-names` names accounts and users the way many real sites do, past 15 characters
+//! (`hpc_a17-waldur-allocation`, `user17.lastname`), instead of `hpc_a17` and `u17`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -42,6 +46,7 @@ struct Acct {
 
 fn main() {
     let mut out = None;
+    let mut long = false;
     let (mut accounts, mut users, mut assocs, mut drift, mut seed) =
         (50_000usize, 200_000usize, 1_000_000usize, 0.01f64, 42u64);
     let mut args = std::env::args().skip(1);
@@ -54,6 +59,7 @@ fn main() {
             "--assocs" => assocs = v().parse().expect("number"),
             "--drift" => drift = v().parse().expect("fraction"),
             "--seed" => seed = v().parse().expect("number"),
+            "--long-names" => long = true,
             other => {
                 eprintln!("unknown argument `{other}`");
                 std::process::exit(64);
@@ -61,24 +67,26 @@ fn main() {
         }
     }
     let Some(out) = out else {
-        eprintln!("usage: slurmplan-gen --out DIR [--accounts N] [--users N] [--assocs N] [--drift F] [--seed S]");
+        eprintln!(
+            "usage: slurmplan-gen --out DIR [--accounts N] [--users N] [--assocs N] [--drift F] [--seed S] [--long-names]"
+        );
         std::process::exit(64);
     };
     let mut rng = Rng(seed | 1);
+    let acct = |kind: &str, i: usize| {
+        if long { format!("hpc_{kind}{i}-waldur-allocation") } else { format!("hpc_{kind}{i}") }
+    };
+    let user = |k: usize| if long { format!("user{k}.lastname") } else { format!("u{k}") };
     // 4-level tree: root -> customers (1%) -> projects (10%) -> allocations (the rest)
     let customers = (accounts / 100).max(1);
     let projects = (accounts / 10).max(1);
     let allocs = accounts.saturating_sub(customers + projects).max(1);
     let mut tree: Vec<Acct> = Vec::new();
     for i in 0..customers {
-        tree.push(Acct { name: n(&format!("hpc_c{i}")), parent: n("root"), assoc: Assoc::default() });
+        tree.push(Acct { name: n(&acct("c", i)), parent: n("root"), assoc: Assoc::default() });
     }
     for i in 0..projects {
-        tree.push(Acct {
-            name: n(&format!("hpc_p{i}")),
-            parent: n(&format!("hpc_c{}", i % customers)),
-            assoc: Assoc::default(),
-        });
+        tree.push(Acct { name: n(&acct("p", i)), parent: n(&acct("c", i % customers)), assoc: Assoc::default() });
     }
     let normal: BTreeSet<Name> = [n("normal")].into();
     for i in 0..allocs {
@@ -89,17 +97,16 @@ fn main() {
         });
         assoc.limits.grp_tres_mins.insert("cpu".into(), 60_000 * (1 + (i as u64 % 100)));
         assoc.limits.grp_tres_mins.insert("mem".into(), 1024 * (1 + (i as u64 % 50)));
-        tree.push(Acct { name: n(&format!("hpc_a{i}")), parent: n(&format!("hpc_p{}", i % projects)), assoc });
+        tree.push(Acct { name: n(&acct("a", i)), parent: n(&acct("p", i % projects)), assoc });
     }
     let mut user_assocs: BTreeMap<UserKey, Assoc> = BTreeMap::new();
     let per_alloc = (assocs / allocs).max(1);
     let mut k = 0usize;
     for i in 0..allocs {
         for _ in 0..per_alloc {
-            let u = n(&format!("u{}", k % users));
+            let u = n(&user(k % users));
             k += 1;
-            user_assocs
-                .insert(UserKey { account: n(&format!("hpc_a{i}")), user: u, partition: None }, Assoc::default());
+            user_assocs.insert(UserKey { account: n(&acct("a", i)), user: u, partition: None }, Assoc::default());
         }
     }
     let current = build(&tree, &user_assocs);
@@ -114,7 +121,7 @@ fn main() {
         }
         let mut b = Acct { name: a.name.clone(), parent: a.parent.clone(), assoc: a.assoc.clone() };
         if is_alloc && rng.chance(drift) {
-            b.parent = n(&format!("hpc_p{}", rng.below(projects)));
+            b.parent = n(&acct("p", rng.below(projects)));
         }
         if is_alloc && rng.chance(drift) {
             b.assoc.qos = QosList::Set([n("paused")].into());
@@ -135,11 +142,7 @@ fn main() {
             default_qos: Some(n("normal")),
             ..Default::default()
         });
-        dtree.push(Acct {
-            name: n(&format!("hpc_new{i}")),
-            parent: n(&format!("hpc_p{}", rng.below(projects))),
-            assoc,
-        });
+        dtree.push(Acct { name: n(&acct("new", i)), parent: n(&acct("p", rng.below(projects))), assoc });
     }
     let mut dusers: BTreeMap<UserKey, Assoc> = BTreeMap::new();
     for (key, a) in &user_assocs {
@@ -151,17 +154,14 @@ fn main() {
     let adds = ((user_assocs.len() as f64) * drift) as usize;
     for _ in 0..adds {
         let acct = if new_accounts > 0 && rng.chance(0.1) {
-            n(&format!("hpc_new{}", rng.below(new_accounts)))
+            n(&acct("new", rng.below(new_accounts)))
         } else {
-            n(&format!("hpc_a{}", rng.below(allocs)))
+            n(&acct("a", rng.below(allocs)))
         };
         if deleted.contains(&acct) {
             continue;
         }
-        dusers.insert(
-            UserKey { account: acct, user: n(&format!("u{}", rng.below(users))), partition: None },
-            Assoc::default(),
-        );
+        dusers.insert(UserKey { account: acct, user: n(&user(rng.below(users))), partition: None }, Assoc::default());
     }
     std::fs::create_dir_all(out.join("state")).expect("create output dir");
     let raw = write_state(&current);

@@ -37,7 +37,7 @@ impl fmt::Display for NameKind {
 /// ordered by names. Names of up to 15 bytes, nearly all user names and many account names,
 /// are kept inline: making one needs no lookup, copying one no reference count, and two
 /// compare as one integer. Longer names are stored once per process in a table of long names
-/// (below) and held by their index there. This is the one special structure for speed in the
+/// (below) and held by their first 11 bytes and their index there. This is the one special structure for speed in the
 /// model (issue 7); everything else sees `as_str` and the usual traits.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Name(Repr);
@@ -46,10 +46,15 @@ pub struct Name(Repr);
 enum Repr {
     /// The bytes, zero-padded, and the length.
     Short([u8; INLINE], Len),
-    /// An index into the table of long names (each distinct long name has one index, so equal
-    /// indices mean equal names and different ones different names).
-    Long(u32),
+    /// The first bytes (most comparisons end there) and an index into the table of long names
+    /// (each distinct long name has one index, so equal indices mean equal names and different
+    /// ones different names). The index is kept as bytes so that the variant fits beside the
+    /// length byte of `Short`.
+    Long([u8; PREFIX], [u8; 4]),
 }
+
+/// Bytes of a long name kept beside its index.
+const PREFIX: usize = 11;
 
 /// Bytes kept inline.
 const INLINE: usize = 15;
@@ -97,6 +102,13 @@ const LENS: [Len; INLINE + 1] = [
 ];
 
 const _: () = assert!(std::mem::size_of::<Name>() == 16 && std::mem::size_of::<Option<Name>>() == 16);
+
+/// The first [`PREFIX`] bytes of a name as one integer that orders like them.
+fn prefix_key(bytes: &[u8]) -> u128 {
+    let mut k = [0u8; 16];
+    k[..PREFIX].copy_from_slice(&bytes[..PREFIX]);
+    u128::from_be_bytes(k)
+}
 
 /// A short name as one integer that orders like the text: the zero-padded bytes, then the
 /// length (if the padded bytes are equal, the shorter text is a prefix of the longer one).
@@ -201,7 +213,9 @@ impl Name {
             bytes[..b.len()].copy_from_slice(b);
             Name(Repr::Short(bytes, LENS[b.len()]))
         } else {
-            Name(Repr::Long(long_names::index_of(text)))
+            let mut prefix = [0u8; PREFIX];
+            prefix.copy_from_slice(&b[..PREFIX]);
+            Name(Repr::Long(prefix, long_names::index_of(text).to_le_bytes()))
         }
     }
 
@@ -209,7 +223,7 @@ impl Name {
         match &self.0 {
             // Always whole UTF-8: made from a `&str` of this length.
             Repr::Short(bytes, len) => std::str::from_utf8(&bytes[..*len as usize]).expect("a name is made from text"),
-            Repr::Long(i) => long_names::text(*i),
+            Repr::Long(_, i) => long_names::text(u32::from_le_bytes(*i)),
         }
     }
 
@@ -227,10 +241,20 @@ impl Name {
 
 impl Ord for Name {
     fn cmp(&self, other: &Name) -> std::cmp::Ordering {
+        use std::cmp::Ordering::Equal;
         match (&self.0, &other.0) {
             (Repr::Short(a, la), Repr::Short(b, lb)) => short_key(a, *la).cmp(&short_key(b, *lb)),
-            (Repr::Long(a), Repr::Long(b)) if a == b => std::cmp::Ordering::Equal,
-            _ => self.as_str().cmp(other.as_str()),
+            (Repr::Long(pa, a), Repr::Long(pb, b)) => match prefix_key(pa).cmp(&prefix_key(pb)) {
+                Equal if a == b => Equal,
+                Equal => self.as_str().cmp(other.as_str()),
+                unequal => unequal,
+            },
+            // A short name against a long one: their first bytes, then (rarely) the texts.
+            (Repr::Short(a, _), Repr::Long(p, _)) => match prefix_key(&a[..PREFIX]).cmp(&prefix_key(p)) {
+                Equal => self.as_str().cmp(other.as_str()),
+                unequal => unequal,
+            },
+            (Repr::Long(..), Repr::Short(..)) => other.cmp(self).reverse(),
         }
     }
 }
@@ -251,7 +275,7 @@ impl std::hash::Hash for Name {
                 h.write(&bytes[..*len as usize]);
                 h.write_u8(0xff);
             }
-            Repr::Long(_) => self.as_str().hash(h),
+            Repr::Long(..) => self.as_str().hash(h),
         }
     }
 }
@@ -293,7 +317,7 @@ impl<'de> Deserialize<'de> for Name {
 /// index takes no lock (two atomic loads, for the chunk and the slot); adding one takes the
 /// table's lock, behind a per-thread cache so that a million repeats of a name lock once.
 mod long_names {
-    use super::Fnv;
+    use super::NameHash;
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
 
@@ -303,14 +327,14 @@ mod long_names {
 
     struct Table {
         chunks: [OnceLock<Box<[OnceLock<&'static str>]>>; CHUNKS],
-        index: Mutex<HashMap<&'static str, u32, Fnv>>,
+        index: Mutex<HashMap<&'static str, u32, NameHash>>,
     }
 
     static TABLE: Table =
-        Table { chunks: [const { OnceLock::new() }; CHUNKS], index: Mutex::new(HashMap::with_hasher(Fnv::new())) };
+        Table { chunks: [const { OnceLock::new() }; CHUNKS], index: Mutex::new(HashMap::with_hasher(NameHash::new())) };
 
     thread_local! {
-        static SEEN: std::cell::RefCell<HashMap<&'static str, u32, Fnv>> = Default::default();
+        static SEEN: std::cell::RefCell<HashMap<&'static str, u32, NameHash>> = Default::default();
     }
 
     /// Chunk and position in it of index `i`.
@@ -365,28 +389,41 @@ mod long_names {
     }
 }
 
-/// FNV-1a, for hash maps keyed by names: a large plan hashes a few million short names, where
-/// SipHash's flooding resistance buys nothing (the input is the admin's own file and
-/// sacctmgr's output).
-pub type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+/// The hash of maps keyed by names: eight bytes at a time (a rotate, an exclusive or and a
+/// multiply per word) and a final mix. A plan hashes millions of names, and SipHash's
+/// resistance to flooding buys nothing here (the input is the admin's own file and sacctmgr's
+/// output).
+pub type NameHash = std::hash::BuildHasherDefault<NameHasher>;
 
 #[doc(hidden)]
-pub struct FnvHasher(u64);
+#[derive(Default)]
+pub struct NameHasher(u64);
 
-impl Default for FnvHasher {
-    fn default() -> FnvHasher {
-        FnvHasher(0xcbf2_9ce4_8422_2325)
+impl NameHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
-impl std::hash::Hasher for FnvHasher {
+impl std::hash::Hasher for NameHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().expect("chunks of eight bytes")));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w));
         }
     }
     fn finish(&self) -> u64 {
-        self.0
+        // SplitMix64's finaliser: every input bit reaches the low bits that pick a bucket.
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
 }
 
@@ -452,15 +489,17 @@ mod tests {
         /// and the text comes back unchanged (also through serde).
         #[test]
         fn names_behave_like_their_text(a in "[a-zA-Z0-9_.-]{0,40}", b in "[a-zA-Z0-9_.-]{0,40}", cut in 0usize..40) {
-            // Often a prefix of the other, so that equal starts and lengths near 15 are common.
-            let b = if cut % 3 == 0 { a[..cut.min(a.len())].to_string() } else { b };
+            // Often a prefix of the other or sharing its start, so that equal starts and lengths
+            // near 15 are common.
+            let start = &a[..cut.min(a.len())];
+            let b = match cut % 3 { 0 => start.to_string(), 1 => format!("{start}{b}"), _ => b };
             let (na, nb) = (Name::new(&a), Name::new(&b));
             proptest::prop_assert_eq!(na.as_str(), a.as_str());
             proptest::prop_assert_eq!(nb.as_str(), b.as_str());
             proptest::prop_assert_eq!(na.cmp(&nb), a.cmp(&b));
             proptest::prop_assert_eq!(na == nb, a == b);
             proptest::prop_assert_eq!(hash_of(&na), hash_of(a.as_str()));
-            let fnv = |t: &dyn Fn(&mut FnvHasher)| { let mut h = FnvHasher::default(); t(&mut h); std::hash::Hasher::finish(&h) };
+            let fnv = |t: &dyn Fn(&mut NameHasher)| { let mut h = NameHasher::default(); t(&mut h); std::hash::Hasher::finish(&h) };
             proptest::prop_assert_eq!(fnv(&|h| std::hash::Hash::hash(&na, h)), fnv(&|h| std::hash::Hash::hash(a.as_str(), h)));
             let back: Name = serde_json::from_str(&serde_json::to_string(&na).unwrap()).unwrap();
             proptest::prop_assert!(back == na);
@@ -476,12 +515,12 @@ mod tests {
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for n in there {
-            assert!(matches!((&n.0, &here.0), (Repr::Long(a), Repr::Long(b)) if a == b));
+            assert!(matches!((&n.0, &here.0), (Repr::Long(_, a), Repr::Long(_, b)) if a == b));
             assert_eq!(n, here);
             assert_eq!(n.as_str(), text);
         }
         assert!(matches!(Name::new("fifteen_bytes_x").0, Repr::Short(..)));
-        assert!(matches!(Name::new("sixteen_bytes_xy").0, Repr::Long(_)));
+        assert!(matches!(Name::new("sixteen_bytes_xy").0, Repr::Long(..)));
         assert_eq!(format!("{:?}", Name::new("bob")), "Name(\"bob\")");
     }
 }

@@ -145,7 +145,7 @@ pub struct AccountNode {
 #[derive(Debug, Clone, Default)]
 pub struct AccountGraph {
     graph: StableDiGraph<AccountNode, ()>,
-    index: HashMap<Name, NodeIndex, super::names::Fnv>,
+    index: HashMap<Name, NodeIndex, super::names::NameHash>,
 }
 
 /// Why an account could not be placed in the tree.

@@ -465,7 +465,7 @@ struct ClusterBuilder<'s> {
 
 struct PendingCluster {
     accounts: Vec<(Name, Option<Name>, Assoc)>,
-    lines: HashMap<Name, usize, crate::model::names::Fnv>,
+    lines: HashMap<Name, usize, crate::model::names::NameHash>,
     /// (key, assoc) in file order, and each one's line; sorted and checked for duplicates at
     /// the end (a sorted bulk build is much cheaper than a million inserts). Two lists: the
     /// first becomes the map's list in place.
