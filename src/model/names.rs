@@ -240,7 +240,20 @@ impl Name {
 }
 
 impl Ord for Name {
+    /// Two short names compare here, inline (sorts and tree searches of a million keys spend
+    /// most of their time in this); anything with a long name in `cmp_with_long`.
+    #[inline]
     fn cmp(&self, other: &Name) -> std::cmp::Ordering {
+        match (&self.0, &other.0) {
+            (Repr::Short(a, la), Repr::Short(b, lb)) => short_key(a, *la).cmp(&short_key(b, *lb)),
+            _ => self.cmp_with_long(other),
+        }
+    }
+}
+
+impl Name {
+    #[inline(never)]
+    fn cmp_with_long(&self, other: &Name) -> std::cmp::Ordering {
         use std::cmp::Ordering::Equal;
         match (&self.0, &other.0) {
             (Repr::Short(a, la), Repr::Short(b, lb)) => short_key(a, *la).cmp(&short_key(b, *lb)),
@@ -254,12 +267,13 @@ impl Ord for Name {
                 Equal => self.as_str().cmp(other.as_str()),
                 unequal => unequal,
             },
-            (Repr::Long(..), Repr::Short(..)) => other.cmp(self).reverse(),
+            (Repr::Long(..), Repr::Short(..)) => other.cmp_with_long(self).reverse(),
         }
     }
 }
 
 impl PartialOrd for Name {
+    #[inline]
     fn partial_cmp(&self, other: &Name) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
