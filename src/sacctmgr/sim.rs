@@ -6,9 +6,10 @@
 //! dangling DefaultAccount, deleting an account that still has children or users). The planner
 //! checks every step it emits against it; tests use it as the reference slurmdbd. Pure: no I/O.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::command::Command;
+use crate::model::names::NameHash;
 use crate::model::{AccountGraph, Assoc, ClusterState, Name, Qos, QosList, State, UserKey, names::root};
 
 /// Why a command would break a rule.
@@ -21,7 +22,7 @@ fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
 }
 
 /// cluster -> user -> number of associations.
-type UserCounts = BTreeMap<Name, BTreeMap<Name, usize>>;
+type UserCounts = BTreeMap<Name, HashMap<Name, usize, NameHash>>;
 
 /// A state plus per-cluster user counters, mutated by applying commands.
 pub struct Sim {
@@ -41,13 +42,13 @@ impl Sim {
         let state = &self.state;
         self.user_assocs.get_or_insert_with(|| {
             let count = |c: &ClusterState| {
-                // Sorted copies of the names, then runs: at a million associations this is
-                // several times cheaper than a million hash-map updates.
-                let mut users: Vec<Name> = c.users.keys().map(|k| k.user.clone()).collect();
-                users.sort_unstable();
-                users.chunk_by(|a, b| a == b).map(|run| (run[0].clone(), run.len())).collect::<Vec<_>>()
+                let mut counts = HashMap::with_capacity_and_hasher(c.defaults.len(), NameHash::default());
+                for k in c.users.keys() {
+                    *counts.entry(k.user.clone()).or_insert(0) += 1;
+                }
+                counts
             };
-            state.clusters.iter().map(|(cname, c)| (cname.clone(), count(c).into_iter().collect())).collect()
+            state.clusters.iter().map(|(cname, c)| (cname.clone(), count(c))).collect()
         })
     }
 
