@@ -45,43 +45,80 @@ pub struct Limits {
 ///
 /// Why shared: a site holds up to a million user associations and nearly all of them set
 /// nothing, while every state (current, desired, the planner's model) holds a copy of each.
-/// `Assoc` is a cheap handle to an immutable [`AssocData`]; every empty association points at
-/// one shared value, and writing through `DerefMut` copies on write. Reads see the fields
-/// directly (`assoc.limits`, `assoc.qos`).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Assoc(std::sync::Arc<AssocData>);
+/// `Assoc` is a cheap handle to an immutable [`AssocData`]: an association that sets nothing
+/// holds nothing (no allocation, and no reference count that two threads making a million
+/// empty associations each would fight over); one that sets something shares its data, and
+/// writing through `DerefMut` copies on write. Reads see the fields directly (`assoc.limits`,
+/// `assoc.qos`).
+#[derive(Clone, Default)]
+pub struct Assoc(Option<std::sync::Arc<AssocData>>);
 
-static EMPTY_ASSOC: std::sync::LazyLock<std::sync::Arc<AssocData>> = std::sync::LazyLock::new(Default::default);
-
-impl Default for Assoc {
-    fn default() -> Assoc {
-        Assoc(EMPTY_ASSOC.clone())
-    }
-}
+/// What every empty association reads as.
+static EMPTY_ASSOC: AssocData = AssocData {
+    limits: Limits {
+        fairshare: None,
+        grp_jobs: None,
+        grp_submit_jobs: None,
+        grp_tres: BTreeMap::new(),
+        grp_tres_mins: BTreeMap::new(),
+        grp_wall: None,
+        max_jobs: None,
+        max_submit_jobs: None,
+        max_tres: BTreeMap::new(),
+        max_tres_mins: BTreeMap::new(),
+        max_wall: None,
+    },
+    qos: QosList::Inherit,
+    default_qos: None,
+};
 
 impl From<AssocData> for Assoc {
     fn from(d: AssocData) -> Assoc {
-        if d == **EMPTY_ASSOC { Assoc::default() } else { Assoc(std::sync::Arc::new(d)) }
+        if d == EMPTY_ASSOC { Assoc(None) } else { Assoc(Some(std::sync::Arc::new(d))) }
     }
 }
 
 impl std::ops::Deref for Assoc {
     type Target = AssocData;
     fn deref(&self) -> &AssocData {
-        &self.0
+        self.0.as_deref().unwrap_or(&EMPTY_ASSOC)
     }
 }
 
 impl std::ops::DerefMut for Assoc {
     fn deref_mut(&mut self) -> &mut AssocData {
-        std::sync::Arc::make_mut(&mut self.0)
+        std::sync::Arc::make_mut(self.0.get_or_insert_with(Default::default))
+    }
+}
+
+/// Equal when the data is (an empty association may also be held as data after a write).
+impl PartialEq for Assoc {
+    fn eq(&self, other: &Assoc) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) if std::sync::Arc::ptr_eq(a, b) => true,
+            _ => **self == **other,
+        }
+    }
+}
+
+impl Eq for Assoc {}
+
+impl Serialize for Assoc {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Assoc {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Assoc, D::Error> {
+        AssocData::deserialize(d).map(Assoc::from)
     }
 }
 
 impl std::fmt::Debug for Assoc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        (**self).fmt(f)
     }
 }
 
@@ -465,6 +502,25 @@ mod tests {
     use super::*;
     use crate::model::NameKind;
     use proptest::prelude::*;
+
+    #[test]
+    fn empty_associations_hold_nothing_and_equal_emptied_ones() {
+        let mut a = Assoc::default();
+        assert!(a.0.is_none());
+        a.limits.grp_jobs = Some(3);
+        assert_ne!(a, Assoc::default());
+        let shared = a.clone();
+        assert_eq!(a, shared);
+        a.limits.grp_jobs = None; // copied on write; now data that sets nothing
+        assert_eq!(shared.limits.grp_jobs, Some(3));
+        assert_eq!(a, Assoc::default());
+        assert_eq!(Assoc::default(), a);
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(json, serde_json::to_string(&Assoc::default()).unwrap());
+        let back: Assoc = serde_json::from_str(&json).unwrap();
+        assert!(back.0.is_none());
+        assert_eq!(Assoc::from(AssocData::default()).0, None);
+    }
 
     /// The index as the plain definition says: user -> accounts, by string order.
     fn naive(keys: &[UserKey]) -> BTreeMap<&Name, BTreeSet<&Name>> {
