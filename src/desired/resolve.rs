@@ -158,7 +158,12 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         let names = accounts.names();
         let sources = || names.iter().flat_map(|a| users_of(a));
         let (users, index, defaults, broken) = std::thread::scope(|s| {
-            let users = s.spawn(|| sources().map(|(k, a)| (k.clone(), a.clone())).collect::<BTreeMap<_, _>>());
+            // The other core: the user map, then slurmdbd's rules per account (they need no
+            // index); this one: the index, DefaultAccounts and the rules per user.
+            let users = s.spawn(|| {
+                let users = sources().map(|(k, a)| (k.clone(), a.clone())).collect::<BTreeMap<_, _>>();
+                (users, sim::check_accounts_parts(cname, &accounts, users_of))
+            });
             let index = user_index(sources().map(|(k, _)| k));
             // DefaultAccounts: declared, else current if still associated, else the first remaining.
             // Settled in user order, so collected in a list and bulk-built.
@@ -203,10 +208,12 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                 }
             }
             let defaults: BTreeMap<Name, Name> = defaults.into_iter().collect();
-            // slurmdbd's rules on the rebuilt cluster, checked from the same sources while
-            // the user map is still being built (used below only if nothing else failed).
-            let broken = sim::check_cluster_parts(cname, &accounts, users_of, &defaults, &index);
-            (users.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), index, defaults, broken)
+            // slurmdbd's rules on the rebuilt cluster (used below only if nothing else failed):
+            // the same checks as `sim::check_cluster_parts`, split over the two cores.
+            let broken_users = sim::check_defaults_parts(cname, &defaults, &index);
+            let (users, mut broken) = users.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            broken.extend(broken_users);
+            (users, index, defaults, broken)
         });
         let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
         for (user, want) in &dc.defaults {

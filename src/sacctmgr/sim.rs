@@ -419,12 +419,38 @@ pub fn check_cluster_parts<'g, 'u, I>(
 where
     I: Iterator<Item = (&'u UserKey, &'u Assoc)>,
 {
+    let mut out = check_accounts_parts(cname, accounts, users_of);
+    out.extend(check_defaults_parts(cname, defaults, index));
+    out
+}
+
+/// The account part of [`check_cluster_parts`]: every account with its user associations keeps
+/// its effective DefaultQOS inside its effective QoS list. Needs no user index.
+pub fn check_accounts_parts<'g, 'u, I>(
+    cname: &Name,
+    accounts: &'g AccountGraph,
+    users_of: impl Fn(&'g Name) -> I,
+) -> Vec<SimError>
+where
+    I: Iterator<Item = (&'u UserKey, &'u Assoc)>,
+{
     let mut out = Vec::new();
     for acct in accounts.names() {
         if let Err(e) = check_account_parts(accounts, acct, users_of(acct)) {
             out.push(SimError(format!("on `{cname}`: {}", e.0)));
         }
     }
+    out
+}
+
+/// The user part of [`check_cluster_parts`]: every associated user has a DefaultAccount it is
+/// associated with, and no other user has one.
+pub fn check_defaults_parts(
+    cname: &Name,
+    defaults: &BTreeMap<Name, Name>,
+    index: &BTreeMap<&Name, BTreeSet<&Name>>,
+) -> Vec<SimError> {
+    let mut out = Vec::new();
     for (user, accts) in index {
         match defaults.get(*user) {
             Some(d) if accts.contains(d) => {}
