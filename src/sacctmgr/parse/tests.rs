@@ -502,3 +502,13 @@ fn user_rows_in_any_order_and_repeated_ones() {
         "{errs:?}"
     );
 }
+
+proptest! {
+    /// The row splitter cuts exactly where `str::split('|')` does (empty cells, edges, UTF-8).
+    #[test]
+    fn cells_split_like_str_split(line in "[a-z|é0-9=,]{0,40}") {
+        let mut cells = Vec::new();
+        split_cells(&line, &mut cells);
+        prop_assert_eq!(cells, line.split('|').collect::<Vec<_>>());
+    }
+}
