@@ -2,7 +2,9 @@
 # Scale of `plan` (issue 7, bar 1): synthetic sites of 10k, 100k and 1M user associations
 # (4-level account tree, limits, QoS, 1% drift of every kind) written by `slurmplan-gen`, then
 # `slurmplan plan --state ... -d ... --format json > /dev/null` timed with /usr/bin/time, plus a
-# no-change plan on the largest. Each case runs RUNS times (default 5): shared machines vary
+# no-change plan on the largest, and the largest again with names past 15 characters
+# (`slurmplan-gen --long-names`: Waldur-style account names, long user names), which take the
+# slower path of the name table (docs/performance.md). Each case runs RUNS times (default 5): shared machines vary
 # from minute to minute, so the summary gives the median and the best run. SLURMPLAN_TIMINGS=1
 # prints where the time goes (one line per run).
 #
@@ -21,6 +23,7 @@ for s in "${sizes[@]}"; do
   set -- $s
   [ -d "$work/$1" ] || "$GEN" --out "$work/$1" --accounts "$2" --users "$3" --assocs "$4" 2>/dev/null
 done
+[ -d "$work/1m-long" ] || "$GEN" --out "$work/1m-long" --long-names 2>/dev/null
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 run() { # label desired state
@@ -44,3 +47,4 @@ for s in "${sizes[@]}"; do
   run "$1 (1% drift)" "$work/$1/desired.yaml" "$work/$1/state"
 done
 run "1m (no change)" "$work/1m/desired-same.yaml" "$work/1m/state"
+run "1m, long names (1% drift)" "$work/1m-long/desired.yaml" "$work/1m-long/state"
