@@ -378,7 +378,7 @@ pub fn for_each_assoc_row(src: &Source, columns: &[&str], diags: &mut Vec<Diagno
     use col::*;
     let layout = Layout::new(ASSOC_COLUMNS, columns);
     // Rows come grouped by cluster and account: reuse the previous row's name when the text is
-    // the same (one comparison instead of a lookup in the name table).
+    // the same (one comparison instead of validating and building the name again).
     let mut last_cluster: Option<(&str, Name)> = None;
     let mut last_account: Option<(&str, Name)> = None;
     for_each_row(src, columns, false, diags, |row, diags| {
