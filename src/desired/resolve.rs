@@ -209,7 +209,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             }
             let defaults: BTreeMap<Name, Name> = defaults.into_iter().collect();
             // slurmdbd's rules on the rebuilt cluster (used below only if nothing else failed):
-            // the same checks as `sim::check_cluster_parts`, split over the two cores.
+            // the same checks as `sim::check_cluster`, split over the two cores.
             let broken_users = sim::check_defaults_parts(cname, &defaults, &index);
             let (users, mut broken) = users.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             broken.extend(broken_users);

@@ -532,10 +532,11 @@ mod tests {
     }
 
     proptest! {
-        /// Short and long names sharing eight-byte prefixes, partitions repeating a pair.
+        /// Short (inline) and long (past 15 bytes, sharing their first 11) names, partitions
+        /// repeating a pair.
         #[test]
         fn user_index_matches_its_definition(
-            raw in prop::collection::vec(("(u|user_nam|user_name_|user_name_x)[0-9]{0,3}", "a[0-9]", prop::option::of("p[12]")), 0..60)
+            raw in prop::collection::vec(("(u|user_nam|user_name_|user_name_x|user_name_long_)[0-9]{0,3}", "a[0-9]", prop::option::of("p[12]")), 0..60)
         ) {
             let n = |s: &str| Name::strict(s, NameKind::User).unwrap();
             let keys: Vec<UserKey> = raw

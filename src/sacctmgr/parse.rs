@@ -623,7 +623,7 @@ impl<'s> ClusterBuilder<'s> {
             // Collected in place (no second list of a million rows).
             let users: BTreeMap<UserKey, Assoc> = users.into_iter().collect();
             let line_of = |n: &Name| p.lines.get(n).copied().unwrap_or(0);
-            let accounts = match AccountGraph::build(p.accounts.clone()) {
+            let accounts = match AccountGraph::build(p.accounts) {
                 Ok(g) => g,
                 Err(errs) => {
                     for e in errs {

@@ -403,29 +403,14 @@ pub fn check_state(state: &State) -> Vec<SimError> {
 /// Check every rule on one cluster; `index` is `c.user_index()` (callers that already have it
 /// pass it in rather than build it twice).
 pub fn check_cluster(cname: &Name, c: &ClusterState, index: &BTreeMap<&Name, BTreeSet<&Name>>) -> Vec<SimError> {
-    check_cluster_parts(cname, &c.accounts, |a| c.users_of_account(a), &c.defaults, index)
-}
-
-/// [`check_cluster`] over the parts of a cluster: its account tree, each account's user
-/// associations (`users_of`), its DefaultAccounts and the user index. Resolve checks the
-/// desired cluster this way while its user map is still being built on the other core.
-pub fn check_cluster_parts<'g, 'u, I>(
-    cname: &Name,
-    accounts: &'g AccountGraph,
-    users_of: impl Fn(&'g Name) -> I,
-    defaults: &BTreeMap<Name, Name>,
-    index: &BTreeMap<&Name, BTreeSet<&Name>>,
-) -> Vec<SimError>
-where
-    I: Iterator<Item = (&'u UserKey, &'u Assoc)>,
-{
-    let mut out = check_accounts_parts(cname, accounts, users_of);
-    out.extend(check_defaults_parts(cname, defaults, index));
+    let mut out = check_accounts_parts(cname, &c.accounts, |a| c.users_of_account(a));
+    out.extend(check_defaults_parts(cname, &c.defaults, index));
     out
 }
 
-/// The account part of [`check_cluster_parts`]: every account with its user associations keeps
-/// its effective DefaultQOS inside its effective QoS list. Needs no user index.
+/// The account part of [`check_cluster`], over the parts of a cluster: every account, with its
+/// user associations (`users_of`), keeps its effective DefaultQOS inside its effective QoS list.
+/// Needs no user index (resolve runs it on the other core while it builds the index).
 pub fn check_accounts_parts<'g, 'u, I>(
     cname: &Name,
     accounts: &'g AccountGraph,
@@ -443,7 +428,7 @@ where
     out
 }
 
-/// The user part of [`check_cluster_parts`]: every associated user has a DefaultAccount it is
+/// The user part of [`check_cluster`]: every associated user has a DefaultAccount it is
 /// associated with, and no other user has one.
 pub fn check_defaults_parts(
     cname: &Name,
