@@ -258,14 +258,13 @@ pub type Loaded = Result<desired::Desired, Vec<Diagnostic>>;
 /// loaded on a second thread meanwhile; nothing is printed for the file (callers report it).
 /// `after_read` runs on the current state as soon as it is read, while the file may still be
 /// loading (the file is the longer of the two at scale, so this work costs no wall time).
-pub fn load_and_read<T>(
+pub fn load_and_read(
     g: &Global,
     desired_path: &Path,
     state_dir: Option<&Path>,
     progress: bool,
     t: &mut Timings,
-    after_read: impl FnOnce(&State) -> T,
-) -> (Loaded, Result<(State, T), Failure>) {
+) -> (Loaded, Result<State, Failure>) {
     let (loaded, current) = std::thread::scope(|s| {
         let desired = s.spawn(|| {
             let started = std::time::Instant::now();
@@ -273,11 +272,6 @@ pub fn load_and_read<T>(
         });
         let current = read_state(g, state_dir, progress);
         t.mark("read current state (in parallel with the next)");
-        let current = current.map(|c| {
-            let extra = after_read(&c);
-            (c, extra)
-        });
-        t.mark("prepare current state (in parallel with the next)");
         (desired.join().expect("the desired-state loader does not panic"), current)
     });
     t.note("load desired", loaded.1);
@@ -295,12 +289,10 @@ pub fn build_plan(
     targets: &[String],
 ) -> Result<(Plan, State), Failure> {
     let mut t = Timings::start();
-    // The current state's fingerprint is taken while the desired file still loads (the
-    // planner's copy of the state is made later, beside the diff).
-    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t, plan::Prepared::new);
+    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t);
     let mut d = report_desired(desired_path, loaded)?;
     select_clusters(g, &mut d)?;
-    let (current, prepared) = current?;
+    let current = current?;
     let resolved = resolve(&d, &current)?;
     t.mark("resolve");
     let partial = match targets {
@@ -308,7 +300,7 @@ pub fn build_plan(
         _ => Some(targeted(&current, &resolved.state, targets)?),
     };
     let desired = partial.as_ref().unwrap_or(&resolved.state);
-    let mut plan = plan::make_plan_prepared(prepared, &current, desired, &d.hash).map_err(|e| {
+    let mut plan = plan::make_plan(&current, desired, &d.hash).map_err(|e| {
         Failure::new("cannot build a safe plan")
             .cause(e.to_string())
             .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file")

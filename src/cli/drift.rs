@@ -56,7 +56,6 @@ fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
         a.state.state.as_deref(),
         false,
         &mut super::commands::Timings::start(),
-        |_| (),
     );
     let mut d = loaded.map_err(|diags| {
         let mut e = errors_only(diags);
@@ -64,7 +63,7 @@ fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
         Failure::new(format!("`{}` has {} error(s); drift was not computed", a.desired.display(), e.len()))
     })?;
     super::commands::select_clusters(g, &mut d)?;
-    let (current, ()) = current?;
+    let current = current?;
     let resolved = slurmplan::desired::resolve::resolve(&d, &current).map_err(|diags| {
         let mut e = errors_only(diags);
         print_diags(&mut e);

@@ -43,21 +43,24 @@ pub fn fingerprint(state: &State) -> String {
             let _ = writeln!(w);
         }
         // The same bytes as serde_json writes, without it for the common case: a million keys
-        // of plain names, nearly all with the one shared empty association.
+        // of plain names, nearly all with the one shared empty association. Written as bytes
+        // (no formatting machinery, no UTF-8 checks of names).
         let empty = Assoc::default();
         let empty_json = serde_json::to_string(&empty).unwrap_or_default();
         for (key, assoc) in &c.users {
-            let _ = write!(w, "U ");
+            let _ = w.write_all(b"U ");
             write_key(&mut w, key);
             if *assoc == empty {
                 let _ = w.write_all(empty_json.as_bytes());
             } else {
                 let _ = serde_json::to_writer(&mut w, assoc);
             }
-            let _ = writeln!(w);
+            let _ = w.write_all(b"\n");
         }
         for (user, acct) in &c.defaults {
-            let _ = writeln!(w, "D {user} {acct}");
+            for part in [b"D ", user.as_bytes(), b" ", acct.as_bytes(), b"\n"] {
+                let _ = w.write_all(part);
+            }
         }
     }
     let digest = match w.into_inner() {
@@ -76,15 +79,19 @@ pub fn fingerprint(state: &State) -> String {
 /// partition when unset). Names never need JSON escapes ([`crate::model::Name`] refuses
 /// quotes, backslashes and control characters); serde_json writes any other key.
 fn write_key(w: &mut impl Write, key: &UserKey) {
-    let plain = |n: &str| n.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    let plain = |n: &[u8]| n.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
     let names = [Some(&key.account), Some(&key.user), key.partition.as_ref()];
-    if !names.iter().flatten().all(|n| plain(n.as_str())) {
+    if !names.iter().flatten().all(|n| plain(n.as_bytes())) {
         let _ = serde_json::to_writer(w, key);
         return;
     }
-    let _ = write!(w, "{{\"account\":\"{}\",\"user\":\"{}\"", key.account, key.user);
+    for part in [b"{\"account\":\"", key.account.as_bytes(), b"\",\"user\":\"", key.user.as_bytes(), b"\""] {
+        let _ = w.write_all(part);
+    }
     if let Some(p) = &key.partition {
-        let _ = write!(w, ",\"partition\":\"{p}\"");
+        for part in [b",\"partition\":\"", p.as_bytes(), b"\""] {
+            let _ = w.write_all(part);
+        }
     }
     let _ = w.write_all(b"}");
 }

@@ -228,6 +228,15 @@ impl Name {
         }
     }
 
+    /// The name's bytes, without the UTF-8 check of [`Name::as_str`] (for writers of bytes,
+    /// such as the fingerprint, that see a million names).
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Short(bytes, len) => &bytes[..*len as usize],
+            Repr::Long(_, i) => long_names::text(u32::from_le_bytes(*i)).as_bytes(),
+        }
+    }
+
     /// The smallest name (empty), only as a lower bound for range queries.
     pub(crate) fn min_value() -> Name {
         Name::new("")

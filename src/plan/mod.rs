@@ -159,39 +159,10 @@ pub fn unbatch(plan: &mut Plan) {
     plan.steps = out;
 }
 
-/// What planning needs from the current state before the desired state is known: its
-/// fingerprint (`plan` takes it while the desired file loads). The planner's copy of the
-/// state is made later, beside the diff (the diff leaves the other core idle).
-pub struct Prepared {
-    fingerprint: String,
-}
-
-impl Prepared {
-    pub fn new(current: &State) -> Prepared {
-        Prepared { fingerprint: fingerprint(current) }
-    }
-}
-
 /// Diff and order: the whole planning pipeline on two complete states.
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    // Nothing else to overlap with here: the fingerprint on a second core meanwhile.
-    let (prepared, (sim, changes)) = std::thread::scope(|s| {
-        let prepared = s.spawn(|| Prepared::new(current));
-        let parts = sim_and_changes(current, desired);
-        (prepared.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), parts)
-    });
-    plan_changes(prepared, sim, changes, current, desired, desired_hash)
-}
-
-/// [`make_plan`] with the fingerprint already taken (`Prepared::new(current)`).
-pub fn make_plan_prepared(
-    prepared: Prepared,
-    current: &State,
-    desired: &State,
-    desired_hash: &str,
-) -> Result<Plan, PlanError> {
     let (sim, changes) = sim_and_changes(current, desired);
-    plan_changes(prepared, sim, changes, current, desired, desired_hash)
+    plan_changes(sim, changes, current, desired, desired_hash)
 }
 
 /// The planner's copy of `current`, and the diff, made on a second core meanwhile. The copy
@@ -207,14 +178,19 @@ fn sim_and_changes(current: &State, desired: &State) -> (Sim, Vec<Change>) {
 }
 
 fn plan_changes(
-    prepared: Prepared,
     sim: Sim,
     changes: Vec<Change>,
     current: &State,
     desired: &State,
     desired_hash: &str,
 ) -> Result<Plan, PlanError> {
-    let (steps, mut lints) = build::build_steps_and_lints(sim, desired, &changes)?;
+    // The current state's fingerprint on the second core, which ordering leaves idle.
+    let (current_fingerprint, steps_and_lints) = std::thread::scope(|s| {
+        let taken = s.spawn(|| fingerprint(current));
+        let steps_and_lints = build::build_steps_and_lints(sim, desired, &changes);
+        (taken.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), steps_and_lints)
+    });
+    let (steps, mut lints) = steps_and_lints?;
     lints.extend(lints::lint(current, desired, &changes, &steps));
     lints::sort(&mut lints);
     let changes: Vec<PlannedChange> =
@@ -222,7 +198,7 @@ fn plan_changes(
     Ok(Plan {
         format_version: FORMAT_VERSION,
         generator: format!("slurmplan {}", env!("CARGO_PKG_VERSION")),
-        current_fingerprint: prepared.fingerprint,
+        current_fingerprint,
         desired_hash: desired_hash.to_string(),
         summary: summarize(&changes),
         changes,
