@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_saphyr::{MessageFormatter, UserMessageFormatter};
 
 use super::tree::{self, Node, SNode};
-use super::{Decl, DeclaredUser, DeclaredUsers, Desired, DesiredAccount, DesiredCluster, Locations, Scope};
+use super::{Decl, DeclaredUser, DeclaredUsers, Desired, DesiredAccount, DesiredCluster, LineColumn, Locations, Scope};
 use crate::diag::{self, Diagnostic, Location};
 use crate::model::fingerprint::hash_bytes;
 use crate::model::names::{self, Name, NameKind};
@@ -811,7 +811,7 @@ impl<'a> Loader<'a> {
             self.wrong_type(node, &what, "a list of user names or `{name: ...}` mappings");
             return;
         };
-        let mut seen: BTreeMap<(Name, Option<Name>), &SNode> = BTreeMap::new();
+        let start = user_assocs.len();
         for item in items {
             let (user, partition, assoc) = match &item.value {
                 Node::Str(s) => {
@@ -850,25 +850,45 @@ impl<'a> Loader<'a> {
                     continue;
                 }
             };
-            let k = (user.clone(), partition.clone());
-            let on = match &partition {
-                Some(p) => format!(" (partition `{p}`)"),
-                None => String::new(),
-            };
-            if let Some(first) = seen.get(&k) {
-                let first_at = self.at(first);
-                self.error(
-                    "duplicate-user",
-                    item,
-                    format!("user `{user}`{on} is listed twice under account `{aname}` on cluster `{cname}`"),
-                    format!("merge it with the entry at line {}", first_at.line),
-                );
-                continue;
-            }
-            seen.insert(k, item);
             let key = UserKey { account: aname.clone(), user, partition };
             user_assocs.push(DeclaredUser { key, assoc, at: self.pos(item) });
         }
+        // A user (and partition) listed twice: the later entries are refused. Lists are
+        // usually in order, and then each entry differs from the one before: one pass, no
+        // map of a million entries.
+        let run = &user_assocs[start..];
+        if !run.windows(2).all(|w| w[0].key < w[1].key) {
+            self.refuse_repeated_users(cname, aname, user_assocs, start);
+        }
+    }
+
+    /// Report and drop the entries of `user_assocs[start..]` (one account's users, in file
+    /// order) whose user and partition came before; the first of each stays.
+    fn refuse_repeated_users(&mut self, cname: &Name, aname: &Name, user_assocs: &mut Vec<DeclaredUser>, start: usize) {
+        let mut first: BTreeMap<(Name, Option<Name>), LineColumn> = BTreeMap::new();
+        let mut kept = Vec::new();
+        for u in user_assocs.drain(start..) {
+            let k = (u.key.user.clone(), u.key.partition.clone());
+            if let Some((line, _)) = first.get(&k) {
+                let on = match &u.key.partition {
+                    Some(p) => format!(" (partition `{p}`)"),
+                    None => String::new(),
+                };
+                let (at_line, at_column) = u.at;
+                self.diags.push(
+                    Diagnostic::error(
+                        "duplicate-user",
+                        format!("user `{}`{on} is listed twice under account `{aname}` on cluster `{cname}`", u.key.user),
+                    )
+                    .at(Location { file: self.file.to_path_buf(), line: at_line as usize, column: at_column as usize })
+                    .hint(format!("merge it with the entry at line {line}")),
+                );
+                continue;
+            }
+            first.insert(k, u.at);
+            kept.push(u);
+        }
+        user_assocs.extend(kept);
     }
 
     /// Limits, QoS list and DefaultQOS of one association, with the DefaultQOS-in-list check.

@@ -192,6 +192,19 @@ fn duplicates() {
             ("duplicate-user", 16, 61),
         ]
     );
+    // Out of order, the repeat not next to the first, and over several lines: each later
+    // entry is refused and points at the first; the users in between are kept.
+    let text = format!("{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        users:\n          - zed\n          - al\n          - {{name: zed}}\n          - bo\n          - al\n");
+    let diags = load(&text).unwrap_err();
+    assert_eq!(errors_of(&text), vec![("duplicate-user", 11, 13), ("duplicate-user", 13, 13)]);
+    assert!(diags[0].message.contains("user `zed` is listed twice under account `hpc`"), "{}", diags[0].message);
+    assert_eq!(diags[0].hint.as_deref(), Some("merge it with the entry at line 9"));
+    assert_eq!(diags[1].hint.as_deref(), Some("merge it with the entry at line 10"));
+    // The same users without the repeats load, in key order.
+    let text = format!("{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        users: [zed, al, bo]\n");
+    let d = load(&text).unwrap_or_else(|e| panic!("{}", render(&e)));
+    let users: Vec<&str> = d.clusters.values().next().unwrap().users.keys().map(|k| k.user.as_str()).collect();
+    assert_eq!(users, ["al", "bo", "zed"]);
 }
 
 #[test]
