@@ -878,7 +878,10 @@ impl<'a> Loader<'a> {
                 self.diags.push(
                     Diagnostic::error(
                         "duplicate-user",
-                        format!("user `{}`{on} is listed twice under account `{aname}` on cluster `{cname}`", u.key.user),
+                        format!(
+                            "user `{}`{on} is listed twice under account `{aname}` on cluster `{cname}`",
+                            u.key.user
+                        ),
                     )
                     .at(Location { file: self.file.to_path_buf(), line: at_line as usize, column: at_column as usize })
                     .hint(format!("merge it with the entry at line {line}")),

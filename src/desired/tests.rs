@@ -194,7 +194,9 @@ fn duplicates() {
     );
     // Out of order, the repeat not next to the first, and over several lines: each later
     // entry is refused and points at the first; the users in between are kept.
-    let text = format!("{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        users:\n          - zed\n          - al\n          - {{name: zed}}\n          - bo\n          - al\n");
+    let text = format!(
+        "{HEAD}clusters:\n  c:\n    accounts:\n      hpc:\n        users:\n          - zed\n          - al\n          - {{name: zed}}\n          - bo\n          - al\n"
+    );
     let diags = load(&text).unwrap_err();
     assert_eq!(errors_of(&text), vec![("duplicate-user", 11, 13), ("duplicate-user", 13, 13)]);
     assert!(diags[0].message.contains("user `zed` is listed twice under account `hpc`"), "{}", diags[0].message);
