@@ -54,10 +54,10 @@ const WHY_DEFAULT: &str = "jobs submitted without -A are rejected, and sacctmgr 
 
 /// The account a user's DefaultAccount moves to: `fallback` if associated, else the first
 /// remaining association by account name. `None` when the user has no association.
-pub fn repair_target<'a>(accounts: &BTreeSet<&'a Name>, fallback: Option<&'a Name>) -> Option<&'a Name> {
+pub fn repair_target<'a>(accounts: &'a [Name], fallback: Option<&'a Name>) -> Option<&'a Name> {
     match fallback {
         Some(f) if accounts.contains(f) => Some(f),
-        _ => accounts.iter().next().copied(),
+        _ => accounts.first(),
     }
 }
 
@@ -89,8 +89,8 @@ fn referenced(a: &Assoc) -> BTreeSet<&Name> {
 
 fn defaults(cname: &Name, c: &ClusterState, fallback: Option<&Name>, out: &mut Vec<Finding>) {
     let index = c.user_index();
-    for (user, accts) in &index {
-        let (code, message) = match c.defaults.get(*user) {
+    for (user, accts) in index.iter() {
+        let (code, message) = match c.defaults.get(user) {
             None => ("dangling-default", format!("user `{user}` has associations on `{cname}` but no DefaultAccount")),
             Some(d) if !c.accounts.contains(d.as_str()) => (
                 "default-account-missing",
@@ -263,14 +263,14 @@ pub fn repair(state: &State, fallback: Option<&Name>) -> Repair {
     for (cname, c) in &state.clusters {
         let index = c.user_index();
         let fixed = out.clusters.get_mut(cname).expect("same clusters");
-        for (user, accts) in &index {
-            let cur = c.defaults.get(*user);
+        for (user, accts) in index.iter() {
+            let cur = c.defaults.get(user);
             if cur.is_some_and(|d| accts.contains(d)) {
                 continue;
             }
             let target = repair_target(accts, fallback).expect("users in the index have associations");
-            fixed.defaults.insert((*user).clone(), target.clone());
-            moves.push((cname.clone(), (*user).clone(), cur.cloned(), target.clone()));
+            fixed.defaults.insert(user.clone(), target.clone());
+            moves.push((cname.clone(), user.clone(), cur.cloned(), target.clone()));
         }
     }
     Repair { state: out, moves }

@@ -305,9 +305,9 @@ pub fn export(state: &State, opts: &ExportOptions) -> Result<Exported, Vec<Diagn
         // DefaultAccounts that point at a declared account.
         let index = c.user_index();
         let mut defaults: BTreeMap<&Name, &Name> = BTreeMap::new();
-        for (user, accts) in &index {
+        for (user, accts) in index.iter() {
             let touches_managed = accts.iter().any(|a| declared.contains(a));
-            match c.defaults.get(*user) {
+            match c.defaults.get(user) {
                 Some(d) if accts.contains(d) && declared.contains(d) => {
                     defaults.insert(user, d);
                 }

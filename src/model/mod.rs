@@ -8,7 +8,7 @@ pub mod values;
 
 pub use names::{Name, NameError, NameKind};
 pub use state::{
-    AccountGraph, AccountNode, AccountRecord, Assoc, AssocData, ClusterState, GraphError, Limits, Qos, State, UserKey,
-    user_index,
+    AccountGraph, AccountNode, AccountRecord, Assoc, AssocData, ClusterState, GraphError, Limits, Qos, State,
+    UserIndex, UserKey, user_index,
 };
 pub use values::{Fairshare, QosList, Tres};

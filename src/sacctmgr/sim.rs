@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::command::Command;
 use crate::model::names::NameHash;
-use crate::model::{AccountGraph, Assoc, ClusterState, Name, Qos, QosList, State, UserKey, names::root};
+use crate::model::{AccountGraph, Assoc, ClusterState, Name, Qos, QosList, State, UserIndex, UserKey, names::root};
 
 /// Why a command would break a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -402,7 +402,7 @@ pub fn check_state(state: &State) -> Vec<SimError> {
 
 /// Check every rule on one cluster; `index` is `c.user_index()` (callers that already have it
 /// pass it in rather than build it twice).
-pub fn check_cluster(cname: &Name, c: &ClusterState, index: &BTreeMap<&Name, BTreeSet<&Name>>) -> Vec<SimError> {
+pub fn check_cluster(cname: &Name, c: &ClusterState, index: &UserIndex) -> Vec<SimError> {
     let mut out = check_accounts_parts(cname, &c.accounts, |a| c.users_of_account(a));
     out.extend(check_defaults_parts(cname, &c.defaults, index));
     out
@@ -430,26 +430,27 @@ where
 
 /// The user part of [`check_cluster`]: every associated user has a DefaultAccount it is
 /// associated with, and no other user has one.
-pub fn check_defaults_parts(
-    cname: &Name,
-    defaults: &BTreeMap<Name, Name>,
-    index: &BTreeMap<&Name, BTreeSet<&Name>>,
-) -> Vec<SimError> {
+pub fn check_defaults_parts(cname: &Name, defaults: &BTreeMap<Name, Name>, index: &UserIndex) -> Vec<SimError> {
     let mut out = Vec::new();
-    for (user, accts) in index {
-        match defaults.get(*user) {
-            Some(d) if accts.contains(d) => {}
-            Some(d) => out.push(SimError(format!(
+    let orphan = |user: &Name| SimError(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association"));
+    // Users with a DefaultAccount but no association: reported after the others.
+    let mut orphans = Vec::new();
+    // Both in user order: one walk side by side instead of a lookup per user.
+    let mut defaults = defaults.iter().peekable();
+    for (user, accts) in index.iter() {
+        while let Some((u, _)) = defaults.next_if(|(u, _)| *u < user) {
+            orphans.push(orphan(u));
+        }
+        match defaults.next_if(|(u, _)| *u == user) {
+            Some((_, d)) if accts.contains(d) => {}
+            Some((_, d)) => out.push(SimError(format!(
                 "on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"
             ))),
             None => out.push(SimError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
         }
     }
-    for user in defaults.keys() {
-        if !index.contains_key(user) {
-            out.push(SimError(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association")));
-        }
-    }
+    orphans.extend(defaults.map(|(u, _)| orphan(u)));
+    out.extend(orphans);
     out
 }
 
@@ -596,5 +597,55 @@ mod tests {
         s.apply(&delete_user("u", "b")).unwrap();
         s.apply(&delete_user("u", "a")).unwrap();
         assert_eq!(default_of(&s, "u"), None);
+    }
+}
+
+#[cfg(test)]
+mod default_rule_tests {
+    use super::*;
+    use crate::model::{NameKind, user_index};
+    use proptest::prelude::*;
+
+    fn n(s: &str) -> Name {
+        Name::strict(s, NameKind::User).unwrap()
+    }
+
+    /// The rule as written: each associated user's DefaultAccount is one of its associations
+    /// (in user order), then each user with a DefaultAccount but no association.
+    fn naive(cname: &Name, defaults: &BTreeMap<Name, Name>, keys: &[UserKey]) -> Vec<String> {
+        let mut of: BTreeMap<&Name, BTreeSet<&Name>> = BTreeMap::new();
+        for k in keys {
+            of.entry(&k.user).or_default().insert(&k.account);
+        }
+        let mut out = Vec::new();
+        for (user, accts) in &of {
+            match defaults.get(*user) {
+                Some(d) if accts.contains(d) => {}
+                Some(d) => {
+                    out.push(format!("on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"))
+                }
+                None => out.push(format!("on `{cname}`: user `{user}` has no DefaultAccount")),
+            }
+        }
+        for user in defaults.keys().filter(|u| !of.contains_key(u)) {
+            out.push(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association"));
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn default_account_rule_matches_its_definition(
+            assocs in prop::collection::btree_set(("a[0-3]", "u[0-7]"), 0..25),
+            defaults in prop::collection::btree_map("u[0-9]", "a[0-4]", 0..10),
+        ) {
+            let cname = n("c1");
+            let keys: Vec<UserKey> =
+                assocs.iter().map(|(a, u)| UserKey { account: n(a), user: n(u), partition: None }).collect();
+            let defaults: BTreeMap<Name, Name> = defaults.iter().map(|(u, a)| (n(u), n(a))).collect();
+            let got: Vec<String> =
+                check_defaults_parts(&cname, &defaults, &user_index(&keys)).into_iter().map(|e| e.0).collect();
+            prop_assert_eq!(got, naive(&cname, &defaults, &keys));
+        }
     }
 }
