@@ -6,6 +6,7 @@
 //! of commands (that is `plan`).
 
 use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use crate::model::{AccountRecord, Assoc, Name, Qos, State, UserKey};
@@ -195,40 +196,43 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
                 });
             }
         }
-        // user associations: merge-walk two sorted maps
+        // User associations and DefaultAccounts: both sides walked together in key order (one
+        // comparison per step, no lookups).
         let mut ci = c.users.iter().peekable();
         let mut di = d.users.iter().peekable();
         loop {
-            match (ci.peek(), di.peek()) {
+            let order = match (ci.peek(), di.peek()) {
                 (None, None) => break,
-                (Some((ck, ca)), Some((dk, da))) if ck == dk => {
-                    if ca != da {
+                (Some((ck, _)), Some((dk, _))) => ck.cmp(dk),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+            };
+            match order {
+                Ordering::Equal => {
+                    let ((key, from), (_, to)) = (ci.next().expect("peeked"), di.next().expect("peeked"));
+                    if from != to {
                         out.push(Change::UserUpdate {
                             cluster: cname.clone(),
-                            key: (*ck).clone(),
-                            from: (*ca).clone(),
-                            to: (*da).clone(),
+                            key: key.clone(),
+                            from: from.clone(),
+                            to: to.clone(),
                         });
                     }
-                    ci.next();
-                    di.next();
                 }
-                (Some((ck, ca)), Some((dk, _))) if ck < dk => {
-                    out.push(Change::UserDelete { cluster: cname.clone(), key: (*ck).clone(), assoc: (*ca).clone() });
-                    ci.next();
+                Ordering::Less => {
+                    let (key, assoc) = ci.next().expect("peeked");
+                    out.push(Change::UserDelete { cluster: cname.clone(), key: key.clone(), assoc: assoc.clone() });
                 }
-                (Some((ck, ca)), None) => {
-                    out.push(Change::UserDelete { cluster: cname.clone(), key: (*ck).clone(), assoc: (*ca).clone() });
-                    ci.next();
-                }
-                (_, Some((dk, da))) => {
-                    out.push(Change::UserCreate { cluster: cname.clone(), key: (*dk).clone(), assoc: (*da).clone() });
-                    di.next();
+                Ordering::Greater => {
+                    let (key, assoc) = di.next().expect("peeked");
+                    out.push(Change::UserCreate { cluster: cname.clone(), key: key.clone(), assoc: assoc.clone() });
                 }
             }
         }
+        let mut current_defaults = c.defaults.iter().peekable();
         for (user, to) in &d.defaults {
-            let from = c.defaults.get(user);
+            while current_defaults.next_if(|(u, _)| *u < user).is_some() {}
+            let from = current_defaults.next_if(|(u, _)| *u == user).map(|(_, a)| a);
             if from != Some(to) {
                 out.push(Change::DefaultAccount {
                     cluster: cname.clone(),
@@ -255,5 +259,78 @@ pub fn new_record(want: Option<&AccountRecord>, have: Option<&AccountRecord>) ->
     AccountRecord {
         description: want.description.filter(|d| have.description.as_ref() != Some(d)),
         organization: want.organization.filter(|o| have.organization.as_ref() != Some(o)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ClusterState, NameKind};
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn n(s: &str) -> Name {
+        Name::strict(s, NameKind::User).unwrap()
+    }
+
+    fn cluster(users: &BTreeMap<(String, String), u8>, defaults: &BTreeMap<String, String>) -> ClusterState {
+        let mut c = ClusterState::with_root();
+        c.users = users
+            .iter()
+            .map(|((a, u), k)| {
+                let mut assoc = Assoc::default();
+                if *k > 0 {
+                    assoc.limits.max_jobs = Some(u64::from(*k));
+                }
+                (UserKey { account: n(a), user: n(u), partition: None }, assoc)
+            })
+            .collect();
+        c.defaults = defaults.iter().map(|(u, a)| (n(u), n(a))).collect();
+        c
+    }
+
+    /// The user and DefaultAccount changes as the definition says, by lookups.
+    fn naive(cname: &Name, c: &ClusterState, d: &ClusterState) -> Vec<Change> {
+        let mut out = Vec::new();
+        let keys: BTreeSet<&UserKey> = c.users.keys().chain(d.users.keys()).collect();
+        for key in keys {
+            let cluster = cname.clone();
+            match (c.users.get(key), d.users.get(key)) {
+                (Some(from), Some(to)) if from != to => {
+                    out.push(Change::UserUpdate { cluster, key: key.clone(), from: from.clone(), to: to.clone() })
+                }
+                (Some(assoc), None) => out.push(Change::UserDelete { cluster, key: key.clone(), assoc: assoc.clone() }),
+                (None, Some(assoc)) => out.push(Change::UserCreate { cluster, key: key.clone(), assoc: assoc.clone() }),
+                _ => {}
+            }
+        }
+        for (user, to) in &d.defaults {
+            let from = c.defaults.get(user);
+            if from != Some(to) {
+                out.push(Change::DefaultAccount {
+                    cluster: cname.clone(),
+                    user: user.clone(),
+                    from: from.cloned(),
+                    to: to.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn user_and_default_changes_match_their_definition(
+            cu in prop::collection::btree_map(("a[0-2]", "u[0-4]"), 0..3u8, 0..12),
+            du in prop::collection::btree_map(("a[0-2]", "u[0-4]"), 0..3u8, 0..12),
+            cd in prop::collection::btree_map("u[0-6]", "a[0-2]", 0..6),
+            dd in prop::collection::btree_map("u[0-6]", "a[0-2]", 0..6),
+        ) {
+            let cname = n("c1");
+            let (c, d) = (cluster(&cu, &cd), cluster(&du, &dd));
+            let state = |cl: ClusterState| State { clusters: [(cname.clone(), cl)].into(), ..Default::default() };
+            let (current, desired) = (state(c.clone()), state(d.clone()));
+            prop_assert_eq!(diff(&current, &desired), naive(&cname, &c, &d));
+        }
     }
 }
