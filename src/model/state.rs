@@ -285,16 +285,24 @@ impl AccountGraph {
 
     /// Ancestors of `name`, nearest first (excluding `name`).
     pub fn ancestors(&self, name: &str) -> Vec<&Name> {
-        let mut out = Vec::new();
-        let mut cur = self.parent(name);
-        while let Some(p) = cur {
-            if out.len() > self.len() {
-                break; // defensive: the graph is a tree by construction
+        self.chain(name).skip(1).map(|n| &n.name).collect()
+    }
+
+    /// `name`'s node, then its parent's, up to root: walked by graph edges (no lookup of each
+    /// ancestor's name; callers walk this for every account and every changed user).
+    fn chain(&self, name: &str) -> impl Iterator<Item = &AccountNode> {
+        let mut cur = self.index.get(name).copied();
+        let mut steps = 0;
+        std::iter::from_fn(move || {
+            let ix = cur?;
+            // Defensive: the graph is a tree by construction.
+            steps += 1;
+            if steps > self.len() + 1 {
+                return None;
             }
-            out.push(p);
-            cur = self.parent(p.as_str());
-        }
-        out
+            cur = self.graph.neighbors_directed(ix, Direction::Incoming).next();
+            Some(&self.graph[ix])
+        })
     }
 
     /// All account names in sorted order.
@@ -367,15 +375,7 @@ impl AccountGraph {
     /// Effective QoS list of an account: its own list applied on its parent's effective list.
     /// `root_default` is what an unset root inherits (Slurm clusters start with `normal`).
     pub fn effective_qos(&self, name: &str) -> BTreeSet<Name> {
-        let mut chain: Vec<&AccountNode> = Vec::new();
-        let mut cur = self.get(name);
-        while let Some(n) = cur {
-            chain.push(n);
-            if chain.len() > self.len() {
-                break;
-            }
-            cur = self.parent(n.name.as_str()).and_then(|p| self.get(p.as_str()));
-        }
+        let chain: Vec<&AccountNode> = self.chain(name).collect();
         let mut eff = BTreeSet::new();
         for n in chain.iter().rev() {
             eff = n.assoc.qos.effective(&eff);
@@ -385,19 +385,7 @@ impl AccountGraph {
 
     /// Effective DefaultQOS of an account: its own, else the nearest ancestor's.
     pub fn effective_default_qos(&self, name: &str) -> Option<&Name> {
-        let mut cur = self.get(name);
-        let mut steps = 0;
-        while let Some(n) = cur {
-            if let Some(d) = &n.assoc.default_qos {
-                return Some(d);
-            }
-            steps += 1;
-            if steps > self.len() {
-                return None;
-            }
-            cur = self.parent(n.name.as_str()).and_then(|p| self.get(p.as_str()));
-        }
-        None
+        self.chain(name).find_map(|n| n.assoc.default_qos.as_ref())
     }
 
     /// (name, parent, assoc) for every account, sorted by name.
