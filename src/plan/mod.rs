@@ -161,35 +161,33 @@ pub fn unbatch(plan: &mut Plan) {
 
 /// Diff and order: the whole planning pipeline on two complete states.
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    let (sim, changes) = sim_and_changes(current, desired);
-    plan_changes(sim, changes, current, desired, desired_hash)
+    let (sim, current_fingerprint, changes) = prepare(current, desired);
+    plan_changes(sim, current_fingerprint, changes, current, desired, desired_hash)
 }
 
-/// The planner's copy of `current`, and the diff, made on a second core meanwhile. The copy
-/// is made on this thread, which goes on to change and free it: a copy made on the other
-/// thread cost ~0.2 s more at a million associations (its memory is another thread's, and
-/// every change and free of it goes through the allocator's slow path).
-fn sim_and_changes(current: &State, desired: &State) -> (Sim, Vec<Change>) {
+/// The planner's copy of `current` and its fingerprint, and the diff, made on a second core
+/// meanwhile (the diff takes about as long as the other two). The copy is made on this
+/// thread, which goes on to change and free it: a copy made on the other thread cost ~0.2 s
+/// more at a million associations (its memory is another thread's, and every change and free
+/// of it goes through the allocator's slow path).
+fn prepare(current: &State, desired: &State) -> (Sim, String, Vec<Change>) {
     std::thread::scope(|s| {
         let changes = s.spawn(|| diff::diff(current, desired));
         let sim = Sim::new(current.clone());
-        (sim, changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+        let current_fingerprint = fingerprint(current);
+        (sim, current_fingerprint, changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
     })
 }
 
 fn plan_changes(
     sim: Sim,
+    current_fingerprint: String,
     changes: Vec<Change>,
     current: &State,
     desired: &State,
     desired_hash: &str,
 ) -> Result<Plan, PlanError> {
-    // The current state's fingerprint on the second core, which ordering leaves idle.
-    let (current_fingerprint, steps_and_lints) = std::thread::scope(|s| {
-        let taken = s.spawn(|| fingerprint(current));
-        let steps_and_lints = build::build_steps_and_lints(sim, desired, &changes);
-        (taken.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), steps_and_lints)
-    });
+    let steps_and_lints = build::build_steps_and_lints(sim, desired, &changes);
     let (steps, mut lints) = steps_and_lints?;
     lints.extend(lints::lint(current, desired, &changes, &steps));
     lints::sort(&mut lints);
