@@ -170,7 +170,7 @@ fn user_addr(c: &Name, k: &UserKey) -> String {
 }
 
 /// The ordered steps and the SP004 lints of their QoS-swap steps. `sim` starts from the
-/// current state (`plan::prepare` copies it); `changes` are the diff of the two states (used
+/// current state (`plan::diff_states` copies it); `changes` are the diff of the two states (used
 /// for causes).
 pub fn build_steps_and_lints(
     sim: Sim,

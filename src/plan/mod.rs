@@ -161,32 +161,34 @@ pub fn unbatch(plan: &mut Plan) {
 
 /// Diff and order: the whole planning pipeline on two complete states.
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    let (sim, current_fingerprint, changes) = prepare(current, desired);
-    plan_changes(sim, current_fingerprint, changes, current, desired, desired_hash)
+    order(diff_states(current, desired), current, desired, desired_hash)
 }
 
-/// The planner's copy of `current` and its fingerprint, and the diff, made on a second core
-/// meanwhile (the diff takes about as long as the other two). The copy is made on this
-/// thread, which goes on to change and free it: a copy made on the other thread cost ~0.2 s
-/// more at a million associations (its memory is another thread's, and every change and free
-/// of it goes through the allocator's slow path).
-fn prepare(current: &State, desired: &State) -> (Sim, String, Vec<Change>) {
+/// The first half of [`make_plan`]: the diff, and what ordering starts from (callers that
+/// time the phases call the halves one after the other).
+pub struct Diffed {
+    sim: Sim,
+    current_fingerprint: String,
+    changes: Vec<Change>,
+}
+
+/// The diff of the two states, made on a second core while this one copies `current` for
+/// the planner and fingerprints it (the diff takes about as long as the other two). The copy
+/// is made on this thread, which goes on to change and free it: a copy made on the other
+/// thread cost ~0.2 s more at a million associations (its memory is another thread's, and
+/// every change and free of it goes through the allocator's slow path).
+pub fn diff_states(current: &State, desired: &State) -> Diffed {
     std::thread::scope(|s| {
         let changes = s.spawn(|| diff::diff(current, desired));
         let sim = Sim::new(current.clone());
         let current_fingerprint = fingerprint(current);
-        (sim, current_fingerprint, changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+        Diffed { sim, current_fingerprint, changes: changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) }
     })
 }
 
-fn plan_changes(
-    sim: Sim,
-    current_fingerprint: String,
-    changes: Vec<Change>,
-    current: &State,
-    desired: &State,
-    desired_hash: &str,
-) -> Result<Plan, PlanError> {
+/// The second half of [`make_plan`]: the ordered steps, lints and summary of a diff.
+pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
+    let Diffed { sim, current_fingerprint, changes } = diffed;
     let steps_and_lints = build::build_steps_and_lints(sim, desired, &changes);
     let (steps, mut lints) = steps_and_lints?;
     lints.extend(lints::lint(current, desired, &changes, &steps));
