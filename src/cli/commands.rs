@@ -303,23 +303,31 @@ pub fn build_plan(
     let diffed = plan::diff_states(&current, desired);
     // The planner's copy of the state and its fingerprint are made beside the diff.
     t.mark("diff");
-    let mut plan = plan::order(diffed, &current, desired, &d.hash).map_err(|e| {
+    let (plan, managed) = std::thread::scope(|s| {
+        // The mass-delete guard's count (a walk of every managed account's users) on the
+        // second core, which ordering leaves idle.
+        let managed = s.spawn(|| {
+            resolved
+                .managed
+                .iter()
+                .map(|(c, accts)| {
+                    let users = current
+                        .clusters
+                        .get(c)
+                        .map(|cs| accts.iter().map(|a| cs.users_of_account(a).count()).sum())
+                        .unwrap_or(0);
+                    accts.len() + users
+                })
+                .sum::<usize>()
+        });
+        let plan = plan::order(diffed, &current, desired, &d.hash);
+        (plan, managed.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let mut plan = plan.map_err(|e| {
         Failure::new("cannot build a safe plan")
             .cause(e.to_string())
             .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file")
     })?;
-    let managed: usize = resolved
-        .managed
-        .iter()
-        .map(|(c, accts)| {
-            let users = current
-                .clusters
-                .get(c)
-                .map(|cs| accts.iter().map(|a| cs.users_of_account(a).count()).sum())
-                .unwrap_or(0);
-            accts.len() + users
-        })
-        .sum();
     t.mark("order");
     // A one-shot process: freeing a million associations only costs time before exit.
     std::mem::forget(resolved);

@@ -32,8 +32,8 @@ struct SameUsers {
     users: Vec<Name>,
 }
 
-struct Builder {
-    sim: Sim,
+struct Builder<'s> {
+    sim: &'s mut Sim,
     steps: Vec<Step>,
     changed: BTreeSet<String>,
     /// Per cluster, the objects the diff names: the only ones any phase needs to look at, so
@@ -101,7 +101,7 @@ fn user_defaults(c: &ClusterState, command: &Command) -> UserDefaults {
     out
 }
 
-impl Builder {
+impl Builder<'_> {
     fn emit(
         &mut self,
         phase: Phase,
@@ -173,7 +173,7 @@ fn user_addr(c: &Name, k: &UserKey) -> String {
 /// current state (`plan::diff_states` copies it); `changes` are the diff of the two states (used
 /// for causes).
 pub fn build_steps_and_lints(
-    sim: Sim,
+    sim: &mut Sim,
     desired: &State,
     changes: &[Change],
 ) -> Result<(Vec<Step>, Vec<Lint>), PlanError> {
@@ -268,7 +268,7 @@ fn without_qos(a: &Assoc) -> Assoc {
     AssocData { limits: a.limits.clone(), qos: QosList::Inherit, default_qos: None }.into()
 }
 
-fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &State) -> Result<(), PlanError> {
+fn account_creates(b: &mut Builder<'_>, cname: &Name, d: &ClusterState, desired: &State) -> Result<(), PlanError> {
     // parents first: by depth in the desired tree, then grouped by (parent, record, settings).
     let touched = b.touched(cname);
     let mut missing: Vec<(usize, &Name)> = touched
@@ -319,7 +319,7 @@ fn account_creates(b: &mut Builder, cname: &Name, d: &ClusterState, desired: &St
     Ok(())
 }
 
-fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+fn reparents(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut moves: Vec<(usize, Name, Name)> = Vec::new();
     for n in &b.touched(cname).accounts {
         let (Some(want), Some(have)) = (d.accounts.parent(n.as_str()), b.cluster(cname).accounts.parent(n.as_str()))
@@ -348,7 +348,7 @@ fn reparents(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), Plan
 /// before the move; else pin its list (old ∪ new) and DefaultQOS, and widen explicit lists
 /// below it that would inherit the new parent's DefaultQOS. The QoS phase sets final values.
 fn make_move_safe(
-    b: &mut Builder,
+    b: &mut Builder<'_>,
     cname: &Name,
     d: &ClusterState,
     name: &Name,
@@ -485,7 +485,7 @@ fn widened(q: &QosList, newdef: &Name, effective_now: impl FnOnce() -> BTreeSet<
     Some(wide)
 }
 
-fn user_adds(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+fn user_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut groups: UserBatches<Assoc> = BTreeMap::new();
     for k in &b.touched(cname).users {
         let Some(want) = d.users.get(k) else { continue };
@@ -572,7 +572,7 @@ enum Target {
 /// DefaultQOS-safe QoS changes: repeatedly apply every final setting that is valid now
 /// (accounts top-down, then users); when stuck, widen the next pending association's list to
 /// old ∪ new and try again (sacctmgr.md section 4: widen, move user defaults, then swap).
-fn qos_changes(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut pending: BTreeSet<Target> = BTreeSet::new();
     {
         let touched = b.touched(cname);
@@ -735,7 +735,7 @@ fn qos_set(have: &Assoc, want: &Assoc) -> AssocSet {
     }
 }
 
-fn account_records(b: &mut Builder, desired: &State) -> Result<(), PlanError> {
+fn account_records(b: &mut Builder<'_>, desired: &State) -> Result<(), PlanError> {
     let mut groups: BTreeMap<String, (AccountRecord, Name, Vec<Name>)> = BTreeMap::new();
     for (name, want) in &desired.accounts {
         let Some(have) = b.sim.state.accounts.get(name) else { continue };
@@ -762,7 +762,7 @@ fn account_records(b: &mut Builder, desired: &State) -> Result<(), PlanError> {
     Ok(())
 }
 
-fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+fn limits(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let touched = b.touched(cname);
     let mut acct_groups: BTreeMap<String, (AssocSet, Vec<Name>)> = BTreeMap::new();
     for n in &touched.accounts {
@@ -802,7 +802,7 @@ fn limits(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanErr
     Ok(())
 }
 
-fn default_moves(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+fn default_moves(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut groups: BTreeMap<Name, Vec<Name>> = BTreeMap::new();
     for user in &b.touched(cname).defaults {
         let Some(want) = d.defaults.get(user) else { continue };
@@ -822,7 +822,7 @@ fn default_moves(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), 
     Ok(())
 }
 
-fn user_removals(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+fn user_removals(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     // A user's default association goes last, so the DefaultAccount never dangles in between.
     let mut first: BTreeMap<(Name, Option<Name>), Vec<Name>> = BTreeMap::new();
     let mut last: BTreeMap<(Name, Option<Name>), Vec<Name>> = BTreeMap::new();
@@ -852,7 +852,7 @@ fn user_removals(b: &mut Builder, cname: &Name, d: &ClusterState) -> Result<(), 
 
 /// Delete accounts that are not desired, deepest first, batched per depth. `leaves_only`:
 /// only those whose whole subtree goes (run before re-parents); the rest after.
-fn account_deletes(b: &mut Builder, cname: &Name, d: &ClusterState, leaves_only: bool) -> Result<(), PlanError> {
+fn account_deletes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState, leaves_only: bool) -> Result<(), PlanError> {
     let touched = b.touched(cname);
     let c = b.cluster(cname);
     let mut by_depth: BTreeMap<std::cmp::Reverse<usize>, Vec<Name>> = BTreeMap::new();

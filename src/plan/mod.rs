@@ -188,13 +188,19 @@ pub fn diff_states(current: &State, desired: &State) -> Diffed {
 
 /// The second half of [`make_plan`]: the ordered steps, lints and summary of a diff.
 pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    let Diffed { sim, current_fingerprint, changes } = diffed;
-    let steps_and_lints = build::build_steps_and_lints(sim, desired, &changes);
-    let (steps, mut lints) = steps_and_lints?;
-    lints.extend(lints::lint(current, desired, &changes, &steps));
-    lints::sort(&mut lints);
-    let changes: Vec<PlannedChange> =
-        changes.into_iter().map(|c| PlannedChange { address: c.address(), action: c.action(), change: c }).collect();
+    let Diffed { mut sim, current_fingerprint, changes } = diffed;
+    let (steps, mut lints) = build::build_steps_and_lints(&mut sim, desired, &changes)?;
+    let changes = std::thread::scope(|s| {
+        // The planner's model (a copy of the whole state) is freed on the second core while
+        // this one lints and summarises.
+        s.spawn(move || drop(sim));
+        lints.extend(lints::lint(current, desired, &changes, &steps));
+        lints::sort(&mut lints);
+        changes
+            .into_iter()
+            .map(|c| PlannedChange { address: c.address(), action: c.action(), change: c })
+            .collect::<Vec<_>>()
+    });
     Ok(Plan {
         format_version: FORMAT_VERSION,
         generator: format!("slurmplan {}", env!("CARGO_PKG_VERSION")),
