@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
-use crate::model::{AccountRecord, Assoc, Name, Qos, State, UserKey};
+use crate::model::{AccountRecord, Assoc, InOrder, Name, Qos, State, UserKey};
 
 /// One object-level difference between current and desired.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -229,10 +229,9 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
                 }
             }
         }
-        let mut current_defaults = c.defaults.iter().peekable();
+        let mut current_defaults = InOrder::new(&c.defaults);
         for (user, to) in &d.defaults {
-            while current_defaults.next_if(|(u, _)| *u < user).is_some() {}
-            let from = current_defaults.next_if(|(u, _)| *u == user).map(|(_, a)| a);
+            let from = current_defaults.get(user);
             if from != Some(to) {
                 out.push(Change::DefaultAccount {
                     cluster: cname.clone(),

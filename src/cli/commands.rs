@@ -256,8 +256,6 @@ pub type Loaded = Result<desired::Desired, Vec<Diagnostic>>;
 
 /// Load the desired file and read the current state. They are independent, so the file is
 /// loaded on a second thread meanwhile; nothing is printed for the file (callers report it).
-/// `after_read` runs on the current state as soon as it is read, while the file may still be
-/// loading (the file is the longer of the two at scale, so this work costs no wall time).
 pub fn load_and_read(
     g: &Global,
     desired_path: &Path,

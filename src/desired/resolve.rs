@@ -12,7 +12,7 @@ use super::{Decl, DeclaredUser, Desired, Scope};
 use crate::diag::{Diagnostic, Location};
 use crate::model::names::root;
 use crate::model::{
-    AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, Name, QosList, State, UserKey, user_index,
+    AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, InOrder, Name, QosList, State, UserKey, user_index,
 };
 use crate::sacctmgr::sim;
 
@@ -172,9 +172,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             }
         };
         // Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones.
-        // Walked account by account in name order, so in key order: one bulk build, on a
-        // second core while this one indexes the same keys, settles DefaultAccounts and checks
-        // slurmdbd's rules.
+        // `sources` walks them account by account in name order, so in key order.
         let users_of = |a| {
             let managed = managed.contains(a);
             let declared = if managed { dc.users.of_account(a) } else { &[] };
@@ -201,10 +199,9 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             // Settled in user order, so collected in a list and bulk-built.
             let mut defaults: Vec<(Name, Name)> = Vec::with_capacity(index.len());
             // The current DefaultAccounts are in user order too: walked beside the index.
-            let mut current_defaults = cur.defaults.iter().peekable();
+            let mut current_defaults = InOrder::new(&cur.defaults);
             for (user, accts) in index.iter() {
-                while current_defaults.next_if(|(u, _)| *u < user).is_some() {}
-                let current_default = current_defaults.next_if(|(u, _)| *u == user).map(|(_, a)| a);
+                let current_default = current_defaults.get(user);
                 if let Some(want) = dc.defaults.get(user) {
                     if accts.contains(want) {
                         defaults.push((user.clone(), want.clone()));

@@ -291,16 +291,11 @@ impl PartialOrd for Name {
 
 /// Hashed as its text, so that maps keyed by names can be searched with a `&str`: a `str`
 /// hashes as its bytes and then `0xff` (`Hasher::write_str`, which stable hashers cannot
-/// change); short names write their bytes without making a `&str` first.
+/// change), written here without making a `&str` first.
 impl std::hash::Hash for Name {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        match &self.0 {
-            Repr::Short(bytes, len) => {
-                h.write(&bytes[..*len as usize]);
-                h.write_u8(0xff);
-            }
-            Repr::Long(..) => self.as_str().hash(h),
-        }
+        h.write(self.as_bytes());
+        h.write_u8(0xff);
     }
 }
 

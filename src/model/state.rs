@@ -373,7 +373,6 @@ impl AccountGraph {
     }
 
     /// Effective QoS list of an account: its own list applied on its parent's effective list.
-    /// `root_default` is what an unset root inherits (Slurm clusters start with `normal`).
     pub fn effective_qos(&self, name: &str) -> BTreeSet<Name> {
         let chain: Vec<&AccountNode> = self.chain(name).collect();
         let mut eff = BTreeSet::new();
@@ -474,19 +473,19 @@ pub struct UserIndex {
 impl UserIndex {
     /// (user, accounts) in user order.
     pub fn iter(&self) -> impl Iterator<Item = (&Name, &[Name])> {
-        let mut start = 0;
-        self.users.iter().map(move |(user, end)| {
-            let accounts = &self.accounts[start..*end as usize];
-            start = *end as usize;
-            (user, accounts)
-        })
+        (0..self.users.len()).map(|i| (&self.users[i].0, self.accounts_of(i)))
     }
 
     /// The accounts of `user`, if it has any association.
     pub fn get(&self, user: &Name) -> Option<&[Name]> {
         let i = self.users.binary_search_by(|(u, _)| u.cmp(user)).ok()?;
+        Some(self.accounts_of(i))
+    }
+
+    /// The accounts of the `i`-th user.
+    fn accounts_of(&self, i: usize) -> &[Name] {
         let start = if i == 0 { 0 } else { self.users[i - 1].1 as usize };
-        Some(&self.accounts[start..self.users[i].1 as usize])
+        &self.accounts[start..self.users[i].1 as usize]
     }
 
     pub fn contains_key(&self, user: &Name) -> bool {

@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::command::Command;
 use crate::model::names::NameHash;
-use crate::model::{AccountGraph, Assoc, ClusterState, Name, Qos, QosList, State, UserIndex, UserKey, names::root};
+use crate::model::{
+    AccountGraph, Assoc, ClusterState, InOrder, Name, Qos, QosList, State, UserIndex, UserKey, names::root,
+};
 
 /// Why a command would break a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -436,20 +438,17 @@ pub fn check_defaults_parts(cname: &Name, defaults: &BTreeMap<Name, Name>, index
     // Users with a DefaultAccount but no association: reported after the others.
     let mut orphans = Vec::new();
     // Both in user order: one walk side by side instead of a lookup per user.
-    let mut defaults = defaults.iter().peekable();
+    let mut defaults = InOrder::new(defaults);
     for (user, accts) in index.iter() {
-        while let Some((u, _)) = defaults.next_if(|(u, _)| *u < user) {
-            orphans.push(orphan(u));
-        }
-        match defaults.next_if(|(u, _)| *u == user) {
-            Some((_, d)) if accts.contains(d) => {}
-            Some((_, d)) => out.push(SimError(format!(
+        match defaults.get_or_pass(user, |u| orphans.push(orphan(u))) {
+            Some(d) if accts.contains(d) => {}
+            Some(d) => out.push(SimError(format!(
                 "on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"
             ))),
             None => out.push(SimError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
         }
     }
-    orphans.extend(defaults.map(|(u, _)| orphan(u)));
+    orphans.extend(defaults.rest().map(|(u, _)| orphan(u)));
     out.extend(orphans);
     out
 }
@@ -513,7 +512,8 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::NameKind;
+    use crate::model::{NameKind, user_index};
+    use proptest::prelude::*;
 
     fn n(s: &str) -> Name {
         Name::strict(s, NameKind::Account).unwrap()
@@ -597,17 +597,6 @@ mod tests {
         s.apply(&delete_user("u", "b")).unwrap();
         s.apply(&delete_user("u", "a")).unwrap();
         assert_eq!(default_of(&s, "u"), None);
-    }
-}
-
-#[cfg(test)]
-mod default_rule_tests {
-    use super::*;
-    use crate::model::{NameKind, user_index};
-    use proptest::prelude::*;
-
-    fn n(s: &str) -> Name {
-        Name::strict(s, NameKind::User).unwrap()
     }
 
     /// The rule as written: each associated user's DefaultAccount is one of its associations
