@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::diff::user_key_label;
-use crate::model::{Assoc, ClusterState, Name, QosList, State, UserKey};
+use crate::model::{Assoc, ClusterState, InOrder, Name, QosList, State, UserKey};
 
 /// Version of the JSON report.
 pub const FORMAT_VERSION: u32 = 1;
@@ -89,8 +89,9 @@ fn referenced(a: &Assoc) -> BTreeSet<&Name> {
 
 fn defaults(cname: &Name, c: &ClusterState, fallback: Option<&Name>, out: &mut Vec<Finding>) {
     let index = c.user_index();
+    let mut current_defaults = InOrder::new(&c.defaults);
     for (user, accts) in index.iter() {
-        let (code, message) = match c.defaults.get(user) {
+        let (code, message) = match current_defaults.get(user) {
             None => ("dangling-default", format!("user `{user}` has associations on `{cname}` but no DefaultAccount")),
             Some(d) if !c.accounts.contains(d.as_str()) => (
                 "default-account-missing",
@@ -263,8 +264,9 @@ pub fn repair(state: &State, fallback: Option<&Name>) -> Repair {
     for (cname, c) in &state.clusters {
         let index = c.user_index();
         let fixed = out.clusters.get_mut(cname).expect("same clusters");
+        let mut current_defaults = InOrder::new(&c.defaults);
         for (user, accts) in index.iter() {
-            let cur = c.defaults.get(user);
+            let cur = current_defaults.get(user);
             if cur.is_some_and(|d| accts.contains(d)) {
                 continue;
             }

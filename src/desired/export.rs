@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use super::Scope;
 use crate::diag::Diagnostic;
 use crate::model::names::{free_text, root};
-use crate::model::{Assoc, ClusterState, Fairshare, Name, QosList, State, Tres};
+use crate::model::{Assoc, ClusterState, Fairshare, InOrder, Name, QosList, State, Tres};
 
 /// What to export. With no roots and no prefixes, everything under `root` is managed.
 #[derive(Debug, Clone, Default)]
@@ -305,9 +305,10 @@ pub fn export(state: &State, opts: &ExportOptions) -> Result<Exported, Vec<Diagn
         // DefaultAccounts that point at a declared account.
         let index = c.user_index();
         let mut defaults: BTreeMap<&Name, &Name> = BTreeMap::new();
+        let mut current_defaults = InOrder::new(&c.defaults);
         for (user, accts) in index.iter() {
             let touches_managed = accts.iter().any(|a| declared.contains(a));
-            match c.defaults.get(user) {
+            match current_defaults.get(user) {
                 Some(d) if accts.contains(d) && declared.contains(d) => {
                     defaults.insert(user, d);
                 }
