@@ -43,8 +43,9 @@ pub fn valid_tres_name(k: &str) -> bool {
         && k.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '/' | ':' | '_' | '-' | '.'))
 }
 
-/// Parse one TRES value. `mem` (and any value) may carry a unit suffix: the value is expressed
-/// in MiB for `mem`; other TRES with a suffix are scaled by 1024 steps from the base unit M.
+/// Parse one TRES value as sacctmgr reads it: a unit suffix K/M/G/T/P multiplies by 1024 per
+/// step, from a count for every TRES (`cpu=10K` is 10240, `billing=1M` 1048576) and from MiB
+/// for `mem`, which is stored in MiB (`mem=2G` is 2048, `mem=512K` is refused: not whole MiB).
 pub fn parse_tres_value(name: &str, v: &str) -> Result<u64, String> {
     let bad = || format!("`{v}` is not a valid value for TRES `{name}`");
     if v.is_empty() {
@@ -54,17 +55,19 @@ pub fn parse_tres_value(name: &str, v: &str) -> Result<u64, String> {
         Some((i, c)) if c.is_ascii_alphabetic() => (&v[..i], Some(c.to_ascii_uppercase())),
         _ => (v, None),
     };
-    let mult: u64 = match unit {
+    let steps: u32 = match unit {
         None => {
             return num.parse::<u64>().map_err(|_| bad());
         }
-        Some('K') => 0, // KiB: handled below (division)
-        Some('M') => 1,
-        Some('G') => 1024,
-        Some('T') => 1024 * 1024,
-        Some('P') => 1024 * 1024 * 1024,
+        Some('K') => 1,
+        Some('M') => 2,
+        Some('G') => 3,
+        Some('T') => 4,
+        Some('P') => 5,
         _ => return Err(bad()),
     };
+    // the unit the stored number counts: MiB for memory, one for everything else
+    let (base, what) = if name == "mem" { (2, "MiB") } else { (0, "units") };
     // decimal like 1.50 -> scaled exactly using hundredths
     let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
     if int_part.is_empty() || !int_part.bytes().all(|b| b.is_ascii_digit()) {
@@ -73,23 +76,13 @@ pub fn parse_tres_value(name: &str, v: &str) -> Result<u64, String> {
     if frac_part.len() > 6 || !frac_part.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
     }
-    let scale = 10u128.pow(frac_part.len() as u32);
     let whole: u128 = format!("{int_part}{frac_part}").parse().map_err(|_| bad())?;
-    let value = if mult == 0 {
-        // KiB to MiB
-        let denom = scale * 1024;
-        if !whole.is_multiple_of(denom) {
-            return Err(format!("`{v}` for TRES `{name}` is not a whole number of MiB"));
-        }
-        whole / denom
-    } else {
-        let num = whole.checked_mul(mult as u128).ok_or_else(bad)?;
-        if !num.is_multiple_of(scale) {
-            return Err(format!("`{v}` for TRES `{name}` is not a whole number of MiB"));
-        }
-        num / scale
-    };
-    u64::try_from(value).map_err(|_| bad())
+    let num = whole.checked_mul(1024u128.pow(steps)).ok_or_else(bad)?;
+    let denom = 10u128.pow(frac_part.len() as u32) * 1024u128.pow(base);
+    if !num.is_multiple_of(denom) {
+        return Err(format!("`{v}` for TRES `{name}` is not a whole number of {what}"));
+    }
+    u64::try_from(num / denom).map_err(|_| bad())
 }
 
 /// Render a TRES map for an argv: `cpu=100,mem=1536` (sorted, plain integers).
@@ -247,6 +240,13 @@ mod tests {
         assert_eq!(parse_tres("mem=1T").unwrap()["mem"], 1024 * 1024);
         assert_eq!(parse_tres("gres/gpu=20").unwrap()["gres/gpu"], 20);
         assert!(parse_tres("mem=1.001G").is_err());
+        // as sacctmgr stores them (seen on 22.05.8: cpu=10K -> 10240, billing=1M -> 1048576)
+        assert_eq!(parse_tres("cpu=10K").unwrap()["cpu"], 10240);
+        assert_eq!(parse_tres("billing=1M").unwrap()["billing"], 1 << 20);
+        assert_eq!(parse_tres("gres/gpu=2K").unwrap()["gres/gpu"], 2048);
+        assert_eq!(parse_tres("mem=2048K").unwrap()["mem"], 2);
+        assert!(parse_tres("mem=512K").is_err());
+        assert!(parse_tres("cpu=1.5").is_err());
         assert!(parse_tres("cpu").is_err());
         assert!(parse_tres("cpu=x").is_err());
         assert!(parse_tres("CPU=1").is_err());

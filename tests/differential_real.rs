@@ -1,0 +1,358 @@
+//! Differential test of the rules model against REAL slurmdbd (Slurm 22.05 or 24.11, started by
+//! `scripts/slurm-testbed up DIR`; `.ci/run` does it). Gated by `SLURMPLAN_TESTBED`: unset ->
+//! skipped with a message; set -> the bed must answer.
+//!
+//! Per generated case (tests/differential/mod.rs): seed the site with sacctmgr (argv, `-i`,
+//! `cluster=`, a timeout), read it back live, plan the desired file with the library, then run
+//! the plan ONE STEP AT A TIME. After every write the real state is read again and must equal
+//! the state the model (`sacctmgr::sim`) predicted for that step, slurmdbd must have accepted
+//! the command, the command must have changed something, and no rule violation may appear
+//! that was not there before (DefaultQOS outside the list, users with associations and no or
+//! a dangling DefaultAccount). Finally a second plan must be empty.
+//!
+//! The states are compared whole and exactly (`State` equality on what the reads parse to; the
+//! parser is the only normalisation). A failing case is shrunk (elements removed while it
+//! still fails the same way) and saved under tests/data/differential/ as a fixture that
+//! tests/differential_fixtures.rs replays offline. Every case deletes what it created.
+//!
+//! Knobs: SLURMPLAN_DIFF_CASES (default 10), SLURMPLAN_DIFF_SEED (first seed; default from the
+//! clock, printed), SLURMPLAN_DIFF_SHRINK (re-runs a shrink may take, default 40),
+//! SLURMPLAN_DIFF_SAVE (where fixtures go; default tests/data/differential).
+
+mod differential;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use differential::{Case, RecordedStep, after_dir, gen_case, new_violations, state_diff, violations};
+use slurmplan::apply::outcome::{Outcome, classify};
+use slurmplan::model::State;
+use slurmplan::plan::make_plan;
+use slurmplan::sacctmgr::live;
+use slurmplan::sacctmgr::parse::RawReads;
+use slurmplan::sacctmgr::runner::{Output, ProcessRunner, Runner};
+use slurmplan::sacctmgr::sim::Sim;
+use slurmplan::sacctmgr::snapshot::{self, Manifest};
+
+struct Bed {
+    runner: ProcessRunner,
+    version: String,
+}
+
+impl Bed {
+    fn v2205(&self) -> bool {
+        self.version.starts_with("22.05")
+    }
+
+    fn run(&self, args: &[String]) -> Output {
+        let mut v = vec!["-i".to_string()];
+        v.extend_from_slice(args);
+        self.runner.run(&v).expect("run sacctmgr")
+    }
+
+    fn read(&self) -> Result<(RawReads, State), String> {
+        live::read_consistent(&self.runner, |_, _| {}).map_err(|e| match e {
+            live::ReadError::Live(e) => e.to_string(),
+            live::ReadError::Unparsable(d) => {
+                format!("the real state does not parse: {}", d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; "))
+            }
+        })
+    }
+}
+
+fn bed() -> Option<Bed> {
+    match std::env::var("SLURMPLAN_TESTBED") {
+        Ok(v) if !v.is_empty() => {}
+        _ => {
+            eprintln!(
+                "skipped: SLURMPLAN_TESTBED is not set (run `.ci/run`, or `. DIR/env` after `scripts/slurm-testbed up DIR`)"
+            );
+            return None;
+        }
+    }
+    let program = std::env::var("SLURMPLAN_SACCTMGR").unwrap_or_else(|_| "sacctmgr".into());
+    let runner = ProcessRunner::new(PathBuf::from(program), Vec::new(), Duration::from_secs(60));
+    let version = live::version(&runner)
+        .unwrap_or_else(|e| panic!("SLURMPLAN_TESTBED is set but sacctmgr does not answer: {e}"))
+        .expect("a Slurm version from sacctmgr -V");
+    Some(Bed { runner, version })
+}
+
+fn env_num(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("{name}=`{v}` is not a number")),
+        Err(_) => default,
+    }
+}
+
+/// Did a seeding write succeed (exit 0, no error text, not a no-op)?
+fn seeded(o: &Output) -> bool {
+    let text = format!("{}\n{}", o.stdout, o.stderr).to_ascii_lowercase();
+    o.code == Some(0)
+        && !o.timed_out
+        && !text.contains("error")
+        && !text.contains("nothing")
+        && !text.contains("don't have access")
+}
+
+fn output_text(o: &Output) -> String {
+    format!("exit {:?}\n{}{}", o.code, o.stdout, o.stderr)
+}
+
+/// Delete everything whose name starts with `prefix`: users first, then accounts children
+/// first (per cluster), then account records, then QoS.
+fn cleanup(bed: &Bed, prefix: &str) -> Result<(), String> {
+    let (_, s) = bed.read()?;
+    let ours = |n: &str| n.starts_with(prefix);
+    for (cname, c) in &s.clusters {
+        let cl = format!("cluster={cname}");
+        let mut users: Vec<String> = c.users.keys().map(|k| k.user.to_string()).filter(|u| ours(u)).collect();
+        users.dedup();
+        if !users.is_empty() {
+            bed.run(&["delete".into(), "user".into(), "where".into(), format!("name={}", users.join(",")), cl.clone()]);
+        }
+        let mut by_depth: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for n in c.accounts.names() {
+            if ours(n.as_str()) {
+                by_depth.entry(c.accounts.ancestors(n.as_str()).len()).or_default().push(n.to_string());
+            }
+        }
+        for (_, names) in by_depth.into_iter().rev() {
+            bed.run(&["delete".into(), "account".into(), "where".into(), format!("name={}", names.join(",")), cl.clone()]);
+        }
+    }
+    let (_, s) = bed.read()?;
+    // account records left without associations (on no cluster any more)
+    let records: Vec<String> = s.accounts.keys().map(|n| n.to_string()).filter(|n| ours(n)).collect();
+    if !records.is_empty() {
+        bed.run(&["delete".into(), "account".into(), "where".into(), format!("name={}", records.join(","))]);
+    }
+    let qos: Vec<String> = s.qos.keys().map(|n| n.to_string()).filter(|n| ours(n)).collect();
+    if !qos.is_empty() {
+        bed.run(&["delete".into(), "qos".into(), "where".into(), format!("name={}", qos.join(","))]);
+    }
+    let (_, s) = bed.read()?;
+    let left = s.qos.keys().chain(s.accounts.keys()).any(|n| ours(n.as_str()))
+        || s.clusters.values().any(|c| c.users.keys().any(|k| ours(k.user.as_str())));
+    if left { Err(format!("objects named `{prefix}*` are left after clean-up")) } else { Ok(()) }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// A seeding write that must succeed did not (the generator made an impossible site).
+    Seed,
+    /// The real state does not parse.
+    Unreadable,
+    /// The desired file does not load or resolve.
+    Desired,
+    /// The planner found no plan.
+    Plan,
+    /// Real slurmdbd refused a step (or it changed nothing, by its words).
+    Refused,
+    /// The model refused a step the planner emitted.
+    ModelRefused,
+    /// The real state after a step is not the one the model predicted.
+    Mismatch,
+    /// A step introduced a rule violation.
+    Invariant,
+    /// A step changed nothing in the real state.
+    NoChange,
+    /// A second plan is not empty.
+    NotConverged,
+}
+
+struct Record {
+    before: RawReads,
+    desired: String,
+    steps: Vec<RecordedStep>,
+    afters: Vec<RawReads>,
+}
+
+struct Failure {
+    kind: Kind,
+    message: String,
+    record: Option<Record>,
+}
+
+fn fail(kind: Kind, message: String, record: Option<Record>) -> Failure {
+    Failure { kind, message, record }
+}
+
+/// Seed, plan, apply step by step with a check after every write. Returns the number of
+/// steps applied. The caller cleans up.
+fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
+    cleanup(bed, &case.prefix).map_err(|e| fail(Kind::Seed, format!("clean-up before seeding: {e}"), None))?;
+    for (argv, must) in case.seed_argv() {
+        let o = bed.run(&argv);
+        if must && !seeded(&o) {
+            return Err(fail(Kind::Seed, format!("seeding `sacctmgr -i {}`: {}", argv.join(" "), output_text(&o)), None));
+        }
+    }
+    let (before_raw, before) = bed.read().map_err(|e| fail(Kind::Unreadable, e, None))?;
+    let yaml = case.desired_yaml();
+    let mut record = Record { before: before_raw, desired: yaml.clone(), steps: Vec::new(), afters: Vec::new() };
+    let path = Path::new("desired.yaml");
+    let desired = match slurmplan::desired::load_str(path, &yaml) {
+        Ok(d) => d,
+        Err(d) => return Err(fail(Kind::Desired, format!("desired file: {d:?}\n{yaml}"), Some(record))),
+    };
+    let resolved = match slurmplan::desired::resolve::resolve(&desired, &before) {
+        Ok(r) => r,
+        Err(d) => return Err(fail(Kind::Desired, format!("resolve: {d:?}"), Some(record))),
+    };
+    let plan = match make_plan(&before, &resolved.state, "differential") {
+        Ok(p) => p,
+        Err(e) => return Err(fail(Kind::Plan, format!("plan: {e}"), Some(record))),
+    };
+    let was = violations(&before);
+    let mut sim = Sim::new(before.clone());
+    let mut prev = before;
+    for step in &plan.steps {
+        let o = bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>());
+        let outcome = classify(&step.command, &o);
+        let model = sim.apply(&step.command);
+        let (raw, after) = match bed.read() {
+            Ok(x) => x,
+            Err(e) => {
+                return Err(fail(Kind::Unreadable, format!("after step {} `{}`: {e}", step.number, step.argv.join(" ")), Some(record)));
+            }
+        };
+        record.steps.push(RecordedStep {
+            command: step.command.clone(),
+            argv: step.argv.clone(),
+            accepted: outcome == Outcome::Ok,
+            output: output_text(&o),
+        });
+        record.afters.push(raw);
+        let at = format!("step {}/{} `{}`", step.number, plan.steps.len(), step.argv.join(" "));
+        if let Outcome::Failed { reason, .. } = outcome {
+            let m = match &model {
+                Ok(()) => "the model accepts it".to_string(),
+                Err(e) => format!("the model refuses it too: {e}"),
+            };
+            return Err(fail(Kind::Refused, format!("{at}: slurmdbd: {reason}; {m}\n{}", output_text(&o)), Some(record)));
+        }
+        if let Err(e) = model {
+            return Err(fail(Kind::ModelRefused, format!("{at}: the model refuses it: {e}"), Some(record)));
+        }
+        if after != sim.state {
+            return Err(fail(
+                Kind::Mismatch,
+                format!("{at}: real state differs from the model's:\n{}", state_diff(&after, &sim.state)),
+                Some(record),
+            ));
+        }
+        let broke = new_violations(&was, &after);
+        if !broke.is_empty() {
+            return Err(fail(Kind::Invariant, format!("{at}: new violations {broke:?}"), Some(record)));
+        }
+        if after == prev {
+            return Err(fail(Kind::NoChange, format!("{at}: the real state did not change"), Some(record)));
+        }
+        prev = after;
+    }
+    let again = slurmplan::desired::resolve::resolve(&desired, &prev)
+        .map_err(|d| fail(Kind::NotConverged, format!("resolve after apply: {d:?}"), None))?;
+    let second = make_plan(&prev, &again.state, "differential")
+        .map_err(|e| fail(Kind::NotConverged, format!("second plan: {e}"), None))?;
+    if !second.is_empty() {
+        let argv: Vec<String> = second.steps.iter().map(|s| s.argv.join(" ")).collect();
+        let changes: Vec<&str> = second.changes.iter().map(|c| c.address.as_str()).collect();
+        return Err(fail(Kind::NotConverged, format!("second plan not empty: {changes:?} {argv:#?}"), Some(record)));
+    }
+    Ok(plan.steps.len())
+}
+
+/// Run, then clean up whatever the outcome.
+fn run_clean(bed: &Bed, case: &Case) -> Result<usize, Failure> {
+    let r = run_case(bed, case);
+    if let Err(e) = cleanup(bed, &case.prefix) {
+        panic!("seed {}: {e}", case.seed);
+    }
+    r
+}
+
+/// Remove elements while the case still fails the same way (at most `budget` re-runs).
+fn shrink(bed: &Bed, case: Case, failure: Failure, budget: u64) -> (Case, Failure, u64) {
+    let (mut best, mut fail) = (case, failure);
+    let mut runs = 0;
+    'outer: loop {
+        for cand in best.smaller() {
+            if runs >= budget {
+                break 'outer;
+            }
+            runs += 1;
+            if let Err(f) = run_clean(bed, &cand)
+                && f.kind == fail.kind
+            {
+                best = cand;
+                fail = f;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    (best, fail, runs)
+}
+
+fn save_fixture(dir: &Path, bed: &Bed, case: &Case, f: &Failure) -> std::io::Result<()> {
+    let Some(rec) = &f.record else { return Ok(()) };
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    let clusters: Vec<String> = differential::CLUSTERS.iter().map(|s| s.to_string()).collect();
+    let created = slurmplan::apply::rfc3339(std::time::SystemTime::now());
+    let manifest = Manifest::new(Some(bed.version.clone()), created, clusters);
+    snapshot::write_dir(&dir.join("before"), &rec.before.to_files(), &manifest)?;
+    for (i, raw) in rec.afters.iter().enumerate() {
+        snapshot::write_dir(&after_dir(dir, i), &raw.to_files(), &manifest)?;
+    }
+    std::fs::write(dir.join("desired.yaml"), &rec.desired)?;
+    let mut json = serde_json::to_string_pretty(&rec.steps).map_err(std::io::Error::other)?;
+    json.push('\n');
+    std::fs::write(dir.join("steps.json"), json)?;
+    let text = format!("{:?} on Slurm {}\n{}\n\n{}", f.kind, bed.version, f.message, case.describe());
+    std::fs::write(dir.join("case.txt"), text)
+}
+
+#[test]
+fn model_matches_real_slurmdbd_on_generated_sites() {
+    let Some(bed) = bed() else { return };
+    let cases = env_num("SLURMPLAN_DIFF_CASES", 10);
+    let clock = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let first = env_num("SLURMPLAN_DIFF_SEED", clock % 1_000_000 * 1000);
+    let budget = env_num("SLURMPLAN_DIFF_SHRINK", 40);
+    let save = std::env::var("SLURMPLAN_DIFF_SAVE").map(PathBuf::from).unwrap_or_else(|_| differential::fixtures_dir());
+    let ver = if bed.v2205() { "2205" } else { "2411" };
+    eprintln!("differential: Slurm {}, {cases} cases from seed {first} (SLURMPLAN_DIFF_SEED={first} repeats them)", bed.version);
+    let t0 = Instant::now();
+    let (mut steps, mut failures) = (0usize, Vec::new());
+    for seed in first..first + cases {
+        let case = gen_case(seed, bed.v2205());
+        match run_clean(&bed, &case) {
+            Ok(n) => steps += n,
+            Err(f) => {
+                eprintln!("differential: seed {seed} FAILED ({:?}): {}", f.kind, f.message);
+                let kind = f.kind;
+                let (small, f, runs) = shrink(&bed, case, f, budget);
+                let dir = save.join(format!("{ver}-{seed}-{}", format!("{kind:?}").to_lowercase()));
+                save_fixture(&dir, &bed, &small, &f).expect("write the fixture");
+                eprintln!(
+                    "differential: seed {seed} shrunk in {runs} runs, saved to {}:\n{}\n{}",
+                    dir.display(),
+                    f.message,
+                    small.describe()
+                );
+                failures.push(format!("seed {seed}: {kind:?}: {}", dir.display()));
+            }
+        }
+    }
+    eprintln!(
+        "differential: Slurm {}: {cases} cases, {steps} steps checked, {} failed, {:.0} s",
+        bed.version,
+        failures.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n"));
+}
