@@ -560,3 +560,41 @@ fn export_of_a_real_state_plans_empty() {
     let p = slurmplan(&["plan", "-d", dir_str(&exported2), "--detailed-exitcode"]);
     assert_eq!(p.code, 0, "the dump's export does not match live:\n{}\n{}", p.stdout, p.stderr);
 }
+
+/// slurmdbd marks the default on every association row of (user, account), so a user with
+/// partition rows under its DefaultAccount is listed once per row by `show assoc onlydefaults`.
+/// Such a state (seeded, or produced by a plan's own steps) reads, plans, applies, verifies,
+/// dumps, exports and passes doctor.
+#[test]
+fn default_account_with_partition_rows_reads_and_converges() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("prow");
+    let c = format!("cluster={}", site.cluster);
+    seed(&["add", "account", "pr_a,pr_b", &c]);
+    seed(&["add", "user", "pat", "account=pr_a", "partition=p1,p2", &c]);
+    seed(&["add", "user", "pat", "account=pr_b", &c]);
+    let pat_rows = |d: &[String]| d.iter().filter(|r| *r == "pat|pr_a").count();
+    assert_eq!(pat_rows(&defaults(&site.cluster)), 2, "{:?}", defaults(&site.cluster));
+    for args in [&["dump", "-o", dir_str(&site.path("snap"))][..], &["export"]] {
+        let r = slurmplan(args);
+        assert_eq!(r.code, 0, "{args:?}:\n{}\n{}", r.stdout, r.stderr);
+    }
+    // doctor reads the whole test bed (other tests leave findings there): it must read it
+    let (_, found) = doctor_findings(&site.cluster);
+    assert!(found.is_empty(), "{found:?}");
+    let yaml = |pat_default: &str| {
+        format!(
+            "version: 1\nmanaged:\n  prefixes: [pr_]\nclusters:\n  CLUSTER:\n    accounts:\n      pr_a:\n        users:\n          - {{name: pat, partition: p1}}\n          - {{name: pat, partition: p2}}\n          - {{name: quin, partition: p1}}\n          - {{name: quin, partition: p2}}\n      pr_b:\n        users: [pat]\n    users:\n      pat: {{default_account: {pat_default}}}\n"
+        )
+    };
+    // adds quin's rows one partition at a time (the second is not marked) and moves pat's
+    // default away from its two rows: apply's verify re-reads after the last step
+    site.converge(&yaml("pr_b"));
+    assert!(defaults(&site.cluster).contains(&"pat|pr_b".to_string()), "{:?}", defaults(&site.cluster));
+    assert!(defaults(&site.cluster).contains(&"quin|pr_a".to_string()), "{:?}", defaults(&site.cluster));
+    // and back: `set defaultaccount=pr_a` marks both of pat's rows under pr_a
+    site.converge(&yaml("pr_a"));
+    assert_eq!(pat_rows(&defaults(&site.cluster)), 2, "{:?}", defaults(&site.cluster));
+}

@@ -669,9 +669,12 @@ pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>)
     }
     for (cluster, mut list) in per {
         list.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        // slurmdbd marks the default on every association row of (user, account): a user with
+        // partition rows under its DefaultAccount is listed once per row. Identical repeats are
+        // one default; two different accounts are a data problem.
         list.dedup_by(|later, first| {
             let same = later.0 == first.0;
-            if same {
+            if same && later.2 != first.2 {
                 diags.push(error(
                     src,
                     later.1,

@@ -512,3 +512,29 @@ proptest! {
         prop_assert_eq!(cells, line.split('|').collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn a_default_listed_once_per_association_row_is_one_default() {
+    // `show assoc onlydefaults` prints one line per association row of the default account
+    // (here `ha` and `ha` partition `gpu`, as slurmdbd 22.05 and 24.11 print it).
+    let assocs = [
+        arow(&[("Cluster", "acc"), ("Account", "root")]),
+        arow(&[("Cluster", "acc"), ("Account", "ha"), ("ParentName", "root")]),
+        arow(&[("Cluster", "acc"), ("Account", "hb"), ("ParentName", "root")]),
+        arow(&[("Cluster", "acc"), ("Account", "ha"), ("User", "pat")]),
+        arow(&[("Cluster", "acc"), ("Account", "ha"), ("User", "pat"), ("Partition", "gpu")]),
+        arow(&[("Cluster", "acc"), ("Account", "hb"), ("User", "pat")]),
+    ]
+    .join("\n");
+    let r = raw("acc\n", &assocs, "acc|pat|ha\nacc|pat|ha\n", "ha|ha\nhb|hb\n", "ha|ha\nhb|hb\n", "");
+    let state = parse_state(&r).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!(state.clusters[&n("acc")].defaults.get(&n("pat")), Some(&n("ha")));
+    // Two different defaults for one user stay an error, located at the second row.
+    let r = raw("acc\n", &assocs, "acc|pat|ha\nacc|pat|ha\nacc|pat|hb\n", "ha|ha\nhb|hb\n", "ha|ha\nhb|hb\n", "");
+    let errs = errors_of(parse_state(&r));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("defaults.txt:3: error[bad-snapshot]: field User: user `pat` has two default accounts"),
+        "{errs:?}"
+    );
+}
