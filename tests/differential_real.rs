@@ -21,7 +21,7 @@
 
 mod differential;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -100,41 +100,65 @@ fn output_text(o: &Output) -> String {
     format!("exit {:?}\n{}{}", o.code, o.stdout, o.stderr)
 }
 
+/// Rows of a `-n -P` read.
+fn rows(bed: &Bed, args: &[&str]) -> Result<Vec<Vec<String>>, String> {
+    let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let out = live::run_read(&bed.runner, &argv).map_err(|e| e.to_string())?;
+    Ok(out.lines().filter(|l| !l.is_empty()).map(|l| l.split('|').map(str::to_string).collect()).collect())
+}
+
 /// Delete everything whose name starts with `prefix`: users first, then accounts children
-/// first (per cluster), then account records, then QoS.
+/// first (per cluster), then account records, then QoS. Reads with its own plain reads, not
+/// the parser: a case may leave a state the parser refuses.
 fn cleanup(bed: &Bed, prefix: &str) -> Result<(), String> {
-    let (_, s) = bed.read()?;
     let ours = |n: &str| n.starts_with(prefix);
-    for (cname, c) in &s.clusters {
-        let cl = format!("cluster={cname}");
-        let mut users: Vec<String> = c.users.keys().map(|k| k.user.to_string()).filter(|u| ours(u)).collect();
-        users.dedup();
-        if !users.is_empty() {
-            bed.run(&["delete".into(), "user".into(), "where".into(), format!("name={}", users.join(",")), cl.clone()]);
-        }
-        let mut by_depth: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-        for n in c.accounts.names() {
-            if ours(n.as_str()) {
-                by_depth.entry(c.accounts.ancestors(n.as_str()).len()).or_default().push(n.to_string());
-            }
-        }
-        for (_, names) in by_depth.into_iter().rev() {
-            bed.run(&["delete".into(), "account".into(), "where".into(), format!("name={}", names.join(",")), cl.clone()]);
+    let assoc = |bed: &Bed| rows(bed, &["-n", "-P", "show", "assoc", "format=Cluster,Account,User,ParentName"]);
+    // The case's users exist only for the case: removed everywhere at once (22.05 refuses
+    // `delete user where name=U cluster=C` for a user with several accounts there).
+    let users: BTreeSet<String> = assoc(bed)?.into_iter().map(|r| r[2].clone()).filter(|u| ours(u)).collect();
+    if !users.is_empty() {
+        let names = users.into_iter().collect::<Vec<_>>().join(",");
+        bed.run(&["delete".into(), "user".into(), "where".into(), format!("name={names}")]);
+    }
+    // cluster -> account -> parent
+    let mut trees: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for r in assoc(bed)? {
+        if r[2].is_empty() {
+            trees.entry(r[0].clone()).or_default().insert(r[1].clone(), r[3].clone());
         }
     }
-    let (_, s) = bed.read()?;
+    for (cname, tree) in &trees {
+        let depth = |a: &String| {
+            let (mut a, mut d) = (a.clone(), 0);
+            while let Some(p) = tree.get(&a).filter(|p| !p.is_empty()) {
+                a = p.clone();
+                d += 1;
+            }
+            d
+        };
+        let mut by_depth: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for a in tree.keys().filter(|a| ours(a)) {
+            by_depth.entry(depth(a)).or_default().push(a.clone());
+        }
+        for (_, names) in by_depth.into_iter().rev() {
+            let w = format!("name={}", names.join(","));
+            bed.run(&["delete".into(), "account".into(), "where".into(), w, format!("cluster={cname}")]);
+        }
+    }
     // account records left without associations (on no cluster any more)
-    let records: Vec<String> = s.accounts.keys().map(|n| n.to_string()).filter(|n| ours(n)).collect();
+    let records: Vec<String> =
+        rows(bed, &["-n", "-P", "show", "account", "format=Account"])?.into_iter().map(|r| r[0].clone()).filter(|a| ours(a)).collect();
     if !records.is_empty() {
         bed.run(&["delete".into(), "account".into(), "where".into(), format!("name={}", records.join(","))]);
     }
-    let qos: Vec<String> = s.qos.keys().map(|n| n.to_string()).filter(|n| ours(n)).collect();
+    let qos: Vec<String> =
+        rows(bed, &["-n", "-P", "show", "qos", "format=Name"])?.into_iter().map(|r| r[0].clone()).filter(|q| ours(q)).collect();
     if !qos.is_empty() {
         bed.run(&["delete".into(), "qos".into(), "where".into(), format!("name={}", qos.join(","))]);
     }
-    let (_, s) = bed.read()?;
-    let left = s.qos.keys().chain(s.accounts.keys()).any(|n| ours(n.as_str()))
-        || s.clusters.values().any(|c| c.users.keys().any(|k| ours(k.user.as_str())));
+    let left = assoc(bed)?.iter().any(|r| ours(&r[1]) || ours(&r[2]))
+        || rows(bed, &["-n", "-P", "show", "account", "format=Account"])?.iter().any(|r| ours(&r[0]))
+        || rows(bed, &["-n", "-P", "show", "qos", "format=Name"])?.iter().any(|r| ours(&r[0]));
     if left { Err(format!("objects named `{prefix}*` are left after clean-up")) } else { Ok(()) }
 }
 
