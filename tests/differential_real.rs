@@ -354,8 +354,12 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
     let (mut steps, mut failures) = (0usize, Vec::new());
     for seed in first..first + cases {
         let case = gen_case(seed, bed.v2205());
+        let t = Instant::now();
         match run_clean(&bed, &case) {
-            Ok(n) => steps += n,
+            Ok(n) => {
+                steps += n;
+                eprintln!("differential: seed {seed} ok: {n} steps, {:.1} s", t.elapsed().as_secs_f64());
+            }
             Err(f) => {
                 eprintln!("differential: seed {seed} FAILED ({:?}): {}", f.kind, f.message);
                 let kind = f.kind;

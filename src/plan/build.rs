@@ -621,9 +621,35 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                         continue;
                     }
                     let set = qos_set(have, want);
-                    let cmd = Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set };
+                    let modify = |set| Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set };
+                    // Slurm 22.05 checks the users' own DefaultQOS against the account's list
+                    // when the command sets a DefaultQOS: set the default first (while the
+                    // list still holds theirs), then the list alone.
+                    let new_list = || {
+                        let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
+                        next.qos.effective(&parent.unwrap_or_default())
+                    };
+                    let sets_default = matches!(set.default_qos, Some(Some(_)));
+                    if sets_default && set.qos.is_some() && sim::check_user_rows_against(c, n, &new_list()).is_err() {
+                        let mut first = have.clone();
+                        first.default_qos = want.default_qos.clone();
+                        if sim::check_account_change(c, n, &first).is_err()
+                            || sim::check_user_rows_against(c, n, &c.accounts.effective_qos(n.as_str())).is_err()
+                        {
+                            continue;
+                        }
+                        let default_only = AssocSet { default_qos: set.default_qos.clone(), ..Default::default() };
+                        let list_only = AssocSet { qos: set.qos.clone(), ..Default::default() };
+                        selected_accounts.insert(n.clone());
+                        ready.push((t.clone(), modify(default_only), acct_addr(cname, n)));
+                        ready.push((t.clone(), modify(list_only), acct_addr(cname, n)));
+                        continue;
+                    }
+                    if sets_default && sim::check_user_rows_against(c, n, &new_list()).is_err() {
+                        continue;
+                    }
                     selected_accounts.insert(n.clone());
-                    ready.push((t.clone(), cmd, acct_addr(cname, n)));
+                    ready.push((t.clone(), modify(set), acct_addr(cname, n)));
                 }
                 Target::User(k) => {
                     if under_selected(&k.account) {

@@ -160,6 +160,9 @@ impl Sim {
                 }
                 for n in names {
                     check_subtree(c, n)?;
+                    if set.default_qos.as_ref().is_some_and(Option::is_some) {
+                        check_user_rows_for_default(c, n)?;
+                    }
                 }
                 let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
                 self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
@@ -378,6 +381,33 @@ fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a
     Ok(())
 }
 
+/// Slurm 22.05's check when an account gets a DefaultQOS (`modify account ... set
+/// defaultqos=D`, with or without `qos=`): every user row directly under the account that has
+/// a DefaultQOS of its own must find it in the account's (new) QoS list, even when the user's
+/// own QoS list holds it; otherwise nothing is committed (stderr "These associations don't have
+/// access to their default qos", exit 0). Rows of sub-accounts are not looked at, and a change
+/// of the list alone (`qos=`, `qos-=`) is not checked. 24.11 accepts such a command; the model
+/// refuses it, so plans hold on both.
+pub fn check_user_rows_for_default(c: &ClusterState, account: &Name) -> Result<(), SimError> {
+    check_user_rows_against(c, account, &c.accounts.effective_qos(account.as_str()))
+}
+
+/// [`check_user_rows_for_default`] with the account's QoS list given (as a command would make it).
+pub fn check_user_rows_against(c: &ClusterState, account: &Name, qos: &BTreeSet<Name>) -> Result<(), SimError> {
+    for (k, a) in c.users_of_account(account) {
+        if let Some(d) = &a.default_qos
+            && !qos.contains(d)
+        {
+            return err(format!(
+                "setting a DefaultQOS on account `{account}` needs user association {}'s own DefaultQOS `{d}` in the account's QoS list [{}] (Slurm 22.05 checks it)",
+                show_key(k),
+                list(qos)
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_users(c: &ClusterState, account: &Name, users: &[Name]) -> Result<(), SimError> {
     let eff = c.accounts.effective_qos(account.as_str());
     let def = c.accounts.effective_default_qos(account.as_str());
@@ -513,6 +543,7 @@ fn walk(
 mod tests {
     use super::*;
     use crate::model::{NameKind, user_index};
+    use crate::sacctmgr::command::AssocSet;
     use proptest::prelude::*;
 
     fn n(s: &str) -> Name {
@@ -597,6 +628,40 @@ mod tests {
         s.apply(&delete_user("u", "b")).unwrap();
         s.apply(&delete_user("u", "a")).unwrap();
         assert_eq!(default_of(&s, "u"), None);
+    }
+
+    /// Seen on 22.05.8 (tests/data/differential/2205-2-refused): `set qos=q0 defaultqos=q0` on an
+    /// account is refused while a user row directly under it has its own DefaultQOS `normal`
+    /// outside [q0], though the user's own list is [normal]; the list alone, or a user that
+    /// inherits its default, is accepted.
+    #[test]
+    fn account_default_needs_the_users_own_defaults_in_its_list() {
+        use crate::model::Qos;
+        let mut s = sim();
+        for q in ["normal", "q0"] {
+            s.state.qos.insert(n(q), Qos::default());
+        }
+        let set = |qos: &[&str], def: Option<&str>| AssocSet {
+            qos: Some(QosList::Set(qos.iter().map(|q| n(q)).collect())),
+            default_qos: def.map(|d| Some(n(d))),
+            ..Default::default()
+        };
+        let modify_account = |set| Command::ModifyAccount { cluster: n("c1"), names: vec![n("a")], set };
+        s.apply(&modify_account(set(&["normal", "q0"], None))).unwrap();
+        let own = Command::ModifyUser {
+            cluster: n("c1"),
+            users: vec![n("u")],
+            account: n("a"),
+            partition: None,
+            set: set(&["normal"], Some("normal")),
+        };
+        s.apply(&own).unwrap();
+        let mut ok = Sim::new(s.state.clone());
+        let e = s.apply(&modify_account(set(&["q0"], Some("q0")))).unwrap_err();
+        assert!(e.0.contains("own DefaultQOS `normal`"), "{e}");
+        // the default first (the list still holds `normal`), then the list alone
+        ok.apply(&modify_account(AssocSet { default_qos: Some(Some(n("q0"))), ..Default::default() })).unwrap();
+        ok.apply(&modify_account(AssocSet { qos: Some(QosList::Set([n("q0")].into())), ..Default::default() })).unwrap();
     }
 
     /// The rule as written: each associated user's DefaultAccount is one of its associations

@@ -330,6 +330,25 @@ impl Case {
         for e in &self.edits {
             e.apply(&mut s);
         }
+        // A QoS the unmanaged part of the site uses stays declared (resolve refuses to delete
+        // a QoS in use, rightly).
+        let mp = self.managed_prefix();
+        let uses = |q: &str| {
+            let unmanaged = s.clusters.iter().flat_map(|c| &c.accounts).filter(|a| !a.name.starts_with(&mp));
+            let in_assoc = |a: &AssocSpec| {
+                a.qos.iter().flatten().any(|x| x == q) || a.default_qos.as_deref() == Some(q)
+            };
+            unmanaged.clone().any(|a| in_assoc(&a.a) || a.users.iter().any(|u| in_assoc(&u.a)))
+                || self.mess.iter().flat_map(|m| m.argv.iter().flatten()).any(|w| w.ends_with(&format!("={q}")))
+        };
+        let kept: Vec<QosSpec> =
+            self.base.qos.iter().filter(|q| !s.qos.iter().any(|x| x.name == q.name) && uses(&q.name)).cloned().collect();
+        s.qos.extend(kept);
+        // DefaultAccounts are declared only in managed accounts: the mess may have removed a
+        // user from an unmanaged one, which the spec does not follow.
+        for c in &mut s.clusters {
+            c.defaults.retain(|_, a| a.starts_with(&mp));
+        }
         repair(&mut s, false);
         s
     }
