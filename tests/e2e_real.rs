@@ -598,3 +598,43 @@ fn default_account_with_partition_rows_reads_and_converges() {
     site.converge(&yaml("pr_a"));
     assert_eq!(pat_rows(&defaults(&site.cluster)), 2, "{:?}", defaults(&site.cluster));
 }
+
+/// Slurm 22.05 lets a user association keep a DefaultQOS outside its QoS list (an account's
+/// QoS swap leaves it behind). Such a violation, already there, must not block an unrelated
+/// change above it (a pause by GrpSubmitJobs=0): slurmplan refuses only violations its own
+/// commands would introduce.
+#[test]
+fn an_existing_default_qos_violation_does_not_block_other_changes() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("dqv");
+    let c = format!("cluster={}", site.cluster);
+    if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_dq_paused") {
+        seed(&["add", "qos", "e2e_dq_paused"]);
+    }
+    seed(&["add", "account", "dq_a2", &c, "qos=normal,e2e_dq_paused", "defaultqos=normal"]);
+    seed(&["add", "user", "carol", "account=dq_a2", &c, "defaultqos=normal"]);
+    let swap =
+        ["-i", "modify", "account", "where", "name=dq_a2", &c, "set", "qos=e2e_dq_paused", "defaultqos=e2e_dq_paused"];
+    let o = sacctmgr(&swap);
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    if !assocs(&site.cluster).contains(&"dq_a2|||root|e2e_dq_paused|e2e_dq_paused||".to_string()) {
+        // 23.11+ refuses the swap (the state cannot be made there); 22.05 makes it.
+        assert!(
+            std::env::var("SLURMPLAN_TESTBED_VERSION").is_ok_and(|v| v != "22.05"),
+            "22.05 refused the swap: {out}"
+        );
+        eprintln!("skipped: this slurmdbd refuses to leave a DefaultQOS outside the QoS list: {out}");
+        return;
+    }
+    assert!(assocs(&site.cluster).contains(&"dq_a2|carol||||normal||".to_string()), "{:?}", assocs(&site.cluster));
+    let yaml = "version: 1\nmanaged:\n  prefixes: [dq_]\nqos:\n  normal: {}\n  e2e_dq_paused: {}\nclusters:\n  CLUSTER:\n    accounts:\n      dq_a2:\n        qos: [e2e_dq_paused]\n        default_qos: e2e_dq_paused\n        grp_submit_jobs: 0\n        users:\n          - {name: carol, default_qos: normal}\n";
+    let r = site.converge(yaml);
+    assert!(r.stderr.contains("set GrpSubmitJobs=0"), "{}", r.stderr);
+    assert!(
+        assocs(&site.cluster).contains(&"dq_a2|||root|e2e_dq_paused|e2e_dq_paused|0|".to_string()),
+        "{:?}",
+        assocs(&site.cluster)
+    );
+}

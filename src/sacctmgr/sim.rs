@@ -152,14 +152,18 @@ impl Sim {
             }
             Command::ModifyAccount { cluster, names, set } => {
                 let c = self.cluster_mut(cluster)?;
+                let mut before = BTreeSet::new();
                 for n in names {
-                    match c.accounts.get_mut(n.as_str()) {
-                        Some(node) => set.apply_to(&mut node.assoc),
-                        None => return err(format!("no account `{n}` on cluster `{cluster}`")),
+                    if !c.accounts.contains(n.as_str()) {
+                        return err(format!("no account `{n}` on cluster `{cluster}`"));
                     }
+                    before.extend(subtree_violations(c, n).into_iter().map(|(v, _)| v));
                 }
                 for n in names {
-                    check_subtree(c, n)?;
+                    set.apply_to(&mut c.accounts.get_mut(n.as_str()).expect("checked above").assoc);
+                }
+                for n in names {
+                    refuse_introduced(&before, subtree_violations(c, n))?;
                     if set.default_qos.as_ref().is_some_and(Option::is_some) {
                         check_user_rows_for_default(c, n)?;
                     }
@@ -189,8 +193,9 @@ impl Sim {
                 if c.accounts.parent(name.as_str()) == Some(parent) {
                     return err(format!("account `{name}` is already under `{parent}` (a no-op)"));
                 }
+                let before: BTreeSet<Violation> = subtree_violations(c, name).into_iter().map(|(v, _)| v).collect();
                 c.accounts.reparent(name.as_str(), parent.as_str()).map_err(SimError)?;
-                check_subtree(c, name)?;
+                refuse_introduced(&before, subtree_violations(c, name))?;
             }
             Command::DeleteAccount { cluster, names } => {
                 let c = self.cluster_mut(cluster)?;
@@ -252,12 +257,17 @@ impl Sim {
                 let c = self.cluster_mut(cluster)?;
                 for u in users {
                     let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
-                    match c.users.get_mut(&key) {
-                        Some(a) => set.apply_to(a),
-                        None => return err(format!("no user association {}", show_key(&key))),
+                    if !c.users.contains_key(&key) {
+                        return err(format!("no user association {}", show_key(&key)));
                     }
                 }
-                check_users(c, account, users)?;
+                let before: BTreeSet<Violation> =
+                    user_violations(c, account, users).into_iter().map(|(v, _)| v).collect();
+                for u in users {
+                    let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+                    set.apply_to(c.users.get_mut(&key).expect("checked above"));
+                }
+                refuse_introduced(&before, user_violations(c, account, users))?;
                 let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
                 self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
             }
@@ -332,20 +342,56 @@ fn show_key(k: &UserKey) -> String {
     }
 }
 
-/// Every association in the subtree of `top` (accounts and their users) keeps its effective
-/// DefaultQOS inside its effective QoS list.
-pub fn check_subtree(c: &ClusterState, top: &Name) -> Result<(), SimError> {
-    for acct in c.accounts.subtree(top.as_str()) {
-        check_account(c, acct)?;
+/// An association whose effective DefaultQOS is outside its effective QoS list: the account,
+/// the user association (`None` for the account's own row) and that DefaultQOS.
+///
+/// The DefaultQOS rule is "no command introduces one": Slurm 22.05 lets associations keep a
+/// DefaultQOS outside their list (24.11 refuses to create one), and such a violation that is
+/// already there must not block commands that do not make it (a pause of the account above it,
+/// a limit). A violation stays the same one while the association keeps the same DefaultQOS
+/// outside its list, whatever else changes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Violation {
+    pub account: Name,
+    pub user: Option<UserKey>,
+    pub default_qos: Name,
+}
+
+/// Violations found, each with the message that names it.
+type Found = Vec<(Violation, SimError)>;
+
+/// The first violation of `after` that is not in `before`, as an error.
+fn refuse_introduced(before: &BTreeSet<Violation>, after: Found) -> Result<(), SimError> {
+    match after.into_iter().find(|(v, _)| !before.contains(v)) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-fn check_account(c: &ClusterState, acct: &Name) -> Result<(), SimError> {
-    check_account_parts(&c.accounts, acct, c.users_of_account(acct))
+/// Every association in the subtree of `top` (accounts and their users) keeps its effective
+/// DefaultQOS inside its effective QoS list (for new accounts: nothing was there before).
+pub fn check_subtree(c: &ClusterState, top: &Name) -> Result<(), SimError> {
+    refuse_introduced(&BTreeSet::new(), subtree_violations(c, top))
 }
 
-/// [`check_account`] given the account tree and the account's user associations.
+/// The violations in the subtree of `top`, in its current place.
+pub fn subtree_violations(c: &ClusterState, top: &Name) -> Found {
+    let (peff, pdef) = parent_context(c, top);
+    let mut out = Vec::new();
+    walk(c, top, None, &peff, pdef.as_ref(), &mut out);
+    out
+}
+
+/// What the account's parent passes down: its effective QoS list and DefaultQOS.
+fn parent_context(c: &ClusterState, name: &Name) -> (BTreeSet<Name>, Option<Name>) {
+    match c.accounts.parent(name.as_str()) {
+        Some(p) => (c.accounts.effective_qos(p.as_str()), c.accounts.effective_default_qos(p.as_str()).cloned()),
+        None => (BTreeSet::new(), None),
+    }
+}
+
+/// The rule on one account and its user associations, given the account tree (whole-state
+/// checks: every violation counts).
 fn check_account_parts<'u>(
     accounts: &AccountGraph,
     acct: &Name,
@@ -353,10 +399,8 @@ fn check_account_parts<'u>(
 ) -> Result<(), SimError> {
     let eff = accounts.effective_qos(acct.as_str());
     let def = accounts.effective_default_qos(acct.as_str());
-    if let Some(d) = def
-        && !eff.contains(d)
-    {
-        return err(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(&eff)));
+    if let Some(v) = account_violation(acct, &eff, def) {
+        return Err(v.1);
     }
     for (k, a) in users {
         check_user(&eff, def, k, a)?;
@@ -364,21 +408,43 @@ fn check_account_parts<'u>(
     Ok(())
 }
 
+fn account_violation(acct: &Name, eff: &BTreeSet<Name>, def: Option<&Name>) -> Option<(Violation, SimError)> {
+    let d = def?;
+    if eff.contains(d) {
+        return None;
+    }
+    let e = SimError(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(eff)));
+    Some((Violation { account: acct.clone(), user: None, default_qos: d.clone() }, e))
+}
+
 fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a: &Assoc) -> Result<(), SimError> {
-    let Some(d) = a.default_qos.as_ref().or(acct_def) else { return Ok(()) };
+    match user_violation(acct_eff, acct_def, k, a) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn user_violation(
+    acct_eff: &BTreeSet<Name>,
+    acct_def: Option<&Name>,
+    k: &UserKey,
+    a: &Assoc,
+) -> Option<(Violation, SimError)> {
+    let d = a.default_qos.as_ref().or(acct_def)?;
     // Most user associations inherit: no copy of the account's list then.
     if matches!(a.qos, QosList::Inherit) && acct_eff.contains(d) {
-        return Ok(());
+        return None;
     }
     let eff = a.qos.effective(acct_eff);
-    if !eff.contains(d) {
-        return err(format!(
-            "user association {} would have DefaultQOS `{d}` outside its QoS list [{}]",
-            show_key(k),
-            list(&eff)
-        ));
+    if eff.contains(d) {
+        return None;
     }
-    Ok(())
+    let e = SimError(format!(
+        "user association {} would have DefaultQOS `{d}` outside its QoS list [{}]",
+        show_key(k),
+        list(&eff)
+    ));
+    Some((Violation { account: k.account.clone(), user: Some(k.clone()), default_qos: d.clone() }, e))
 }
 
 /// Slurm 22.05's check when an account gets a DefaultQOS (`modify account ... set
@@ -387,7 +453,8 @@ fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a
 /// own QoS list holds it; otherwise nothing is committed (stderr "These associations don't have
 /// access to their default qos", exit 0). Rows of sub-accounts are not looked at, and a change
 /// of the list alone (`qos=`, `qos-=`) is not checked. 24.11 accepts such a command; the model
-/// refuses it, so plans hold on both.
+/// refuses it, so plans hold on both. A refusal by slurmdbd, not a rule over the state: it
+/// holds whether or not the row was outside the list before.
 pub fn check_user_rows_for_default(c: &ClusterState, account: &Name) -> Result<(), SimError> {
     check_user_rows_against(c, account, &c.accounts.effective_qos(account.as_str()))
 }
@@ -408,15 +475,19 @@ pub fn check_user_rows_against(c: &ClusterState, account: &Name, qos: &BTreeSet<
     Ok(())
 }
 
+/// New user associations (nothing was there before): any violation is introduced.
 fn check_users(c: &ClusterState, account: &Name, users: &[Name]) -> Result<(), SimError> {
+    refuse_introduced(&BTreeSet::new(), user_violations(c, account, users))
+}
+
+/// The violations of `users`' associations under `account`.
+fn user_violations(c: &ClusterState, account: &Name, users: &[Name]) -> Found {
     let eff = c.accounts.effective_qos(account.as_str());
     let def = c.accounts.effective_default_qos(account.as_str());
-    for (k, a) in c.users_of_account(account) {
-        if users.contains(&k.user) {
-            check_user(&eff, def, k, a)?;
-        }
-    }
-    Ok(())
+    c.users_of_account(account)
+        .filter(|(k, _)| users.contains(&k.user))
+        .filter_map(|(k, a)| user_violation(&eff, def, k, a))
+        .collect()
 }
 
 fn list(s: &BTreeSet<Name>) -> String {
@@ -483,67 +554,78 @@ pub fn check_defaults_parts(cname: &Name, defaults: &BTreeMap<Name, Name>, index
     out
 }
 
-/// Would giving account `name` the association `new` keep every rule in its subtree?
+/// Would giving account `name` the association `new` introduce a violation in its subtree?
 /// Computes effective values without mutating anything.
 pub fn check_account_change(c: &ClusterState, name: &Name, new: &Assoc) -> Result<(), SimError> {
-    let (peff, pdef) = match c.accounts.parent(name.as_str()) {
-        Some(p) => (c.accounts.effective_qos(p.as_str()), c.accounts.effective_default_qos(p.as_str()).cloned()),
-        None => (BTreeSet::new(), None),
-    };
-    walk(c, name, Some(new), &peff, pdef.as_ref())
+    let (peff, pdef) = parent_context(c, name);
+    introduced_by(c, name, Some(new), &peff, pdef.as_ref())
 }
 
-/// Would placing account `name` under `parent` keep every rule in its subtree?
+/// Would placing account `name` under `parent` introduce a violation in its subtree?
 pub fn check_reparent(c: &ClusterState, name: &Name, parent: &Name) -> Result<(), SimError> {
     let peff = c.accounts.effective_qos(parent.as_str());
     let pdef = c.accounts.effective_default_qos(parent.as_str()).cloned();
-    walk(c, name, None, &peff, pdef.as_ref())
+    introduced_by(c, name, None, &peff, pdef.as_ref())
 }
 
-/// Would placing account `name`, with association `new`, under `parent` keep every rule?
+/// Would placing account `name`, with association `new`, under `parent` introduce one?
 pub fn check_reparent_with(c: &ClusterState, name: &Name, parent: &Name, new: &Assoc) -> Result<(), SimError> {
     let peff = c.accounts.effective_qos(parent.as_str());
     let pdef = c.accounts.effective_default_qos(parent.as_str()).cloned();
-    walk(c, name, Some(new), &peff, pdef.as_ref())
+    introduced_by(c, name, Some(new), &peff, pdef.as_ref())
 }
 
-/// Would giving user association `key` the settings `new` keep the rules?
+/// The subtree of `name` as it is, against the subtree with `over` as its association and
+/// `peff`/`pdef` passed down from its (new) parent.
+fn introduced_by(
+    c: &ClusterState,
+    name: &Name,
+    over: Option<&Assoc>,
+    peff: &BTreeSet<Name>,
+    pdef: Option<&Name>,
+) -> Result<(), SimError> {
+    if !c.accounts.contains(name.as_str()) {
+        return err(format!("no account `{name}`"));
+    }
+    let before: BTreeSet<Violation> = subtree_violations(c, name).into_iter().map(|(v, _)| v).collect();
+    let mut after = Vec::new();
+    walk(c, name, over, peff, pdef, &mut after);
+    refuse_introduced(&before, after)
+}
+
+/// Would giving user association `key` the settings `new` introduce a violation?
 pub fn check_user_change(c: &ClusterState, key: &UserKey, new: &Assoc) -> Result<(), SimError> {
     let eff = c.accounts.effective_qos(key.account.as_str());
     let def = c.accounts.effective_default_qos(key.account.as_str());
-    check_user(&eff, def, key, new)
+    let before: BTreeSet<Violation> =
+        c.users.get(key).and_then(|a| user_violation(&eff, def, key, a)).map(|(v, _)| v).into_iter().collect();
+    refuse_introduced(&before, user_violation(&eff, def, key, new).into_iter().collect())
 }
 
+/// Every violation in the subtree of `acct` (with `over` in place of its own association).
 fn walk(
     c: &ClusterState,
     acct: &Name,
     over: Option<&Assoc>,
     peff: &BTreeSet<Name>,
     pdef: Option<&Name>,
-) -> Result<(), SimError> {
-    let node = c.accounts.get(acct.as_str()).ok_or_else(|| SimError(format!("no account `{acct}`")))?;
+    out: &mut Found,
+) {
+    let Some(node) = c.accounts.get(acct.as_str()) else { return };
     let assoc = over.unwrap_or(&node.assoc);
     let eff = assoc.qos.effective(peff);
     let def = assoc.default_qos.as_ref().or(pdef);
-    if let Some(d) = def
-        && !eff.contains(d)
-    {
-        return err(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(&eff)));
-    }
-    for (k, a) in c.users_of_account(acct) {
-        check_user(&eff, def, k, a)?;
-    }
+    out.extend(account_violation(acct, &eff, def));
+    out.extend(c.users_of_account(acct).filter_map(|(k, a)| user_violation(&eff, def, k, a)));
     for child in c.accounts.children(acct.as_str()) {
-        walk(c, child, None, &eff, def)?;
+        walk(c, child, None, &eff, def, out);
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{NameKind, user_index};
-    use crate::sacctmgr::command::AssocSet;
+    use crate::model::{AssocData, NameKind, user_index};
     use proptest::prelude::*;
 
     fn n(s: &str) -> Name {
@@ -630,13 +712,57 @@ mod tests {
         assert_eq!(default_of(&s, "u"), None);
     }
 
+    #[test]
+    fn only_default_qos_violations_a_command_introduces_are_refused() {
+        use crate::sacctmgr::command::{AssocSet, Scalar};
+        // u@a keeps DefaultQOS `normal` outside a's list [paused] (as 22.05 allows).
+        let key = UserKey { account: n("a"), user: n("u"), partition: None };
+        let violated = || {
+            let mut s = sim();
+            for q in ["normal", "paused", "gold"] {
+                s.state.qos.insert(n(q), Qos::default());
+            }
+            let c = s.state.clusters.get_mut(&n("c1")).unwrap();
+            c.accounts.get_mut("a").unwrap().assoc =
+                AssocData { qos: QosList::Set([n("paused")].into()), ..Default::default() }.into();
+            c.users.insert(key.clone(), AssocData { default_qos: Some(n("normal")), ..Default::default() }.into());
+            s
+        };
+        let modify = |set: AssocSet| Command::ModifyAccount { cluster: n("c1"), names: vec![n("a")], set };
+        let user_default = |q: &str| Command::ModifyUser {
+            cluster: n("c1"),
+            users: vec![n("u")],
+            account: n("a"),
+            partition: None,
+            set: AssocSet { default_qos: Some(Some(n(q))), ..Default::default() },
+        };
+        // a limit on a, or another list that still lacks `normal`: the violation is not theirs
+        let mut s = violated();
+        let pause = [(Scalar::GrpSubmitJobs, Some(0))].into();
+        s.apply(&modify(AssocSet { scalars: pause, ..Default::default() })).unwrap();
+        s.apply(&modify(AssocSet { qos: Some(QosList::Set([n("gold")].into())), ..Default::default() })).unwrap();
+        // the planner's predicates agree: keeping it is not introducing it, leaving it repairs it
+        let c = &s.state.clusters[&n("c1")];
+        let with = |q: &str| -> Assoc { AssocData { default_qos: Some(n(q)), ..Default::default() }.into() };
+        assert!(check_user_change(c, &key, &with("normal")).is_ok());
+        assert!(check_user_change(c, &key, &with("gold")).is_ok());
+        assert!(check_user_change(c, &key, &with("paused")).is_err());
+        s.apply(&user_default("gold")).unwrap();
+        // a DefaultQOS on a outside its list: introduced, refused
+        let e = violated().apply(&modify(AssocSet { default_qos: Some(Some(n("normal"))), ..Default::default() }));
+        assert!(e.unwrap_err().0.contains("account `a` would have DefaultQOS `normal`"));
+        // u moving to another DefaultQOS outside the list: introduced, refused
+        let e = violated().apply(&user_default("gold")).unwrap_err();
+        assert!(e.0.contains("`u@a` would have DefaultQOS `gold`"), "{e}");
+    }
+
     /// Seen on 22.05.8 (tests/data/differential/2205-2-refused): `set qos=q0 defaultqos=q0` on an
     /// account is refused while a user row directly under it has its own DefaultQOS `normal`
     /// outside [q0], though the user's own list is [normal]; the list alone, or a user that
     /// inherits its default, is accepted.
     #[test]
     fn account_default_needs_the_users_own_defaults_in_its_list() {
-        use crate::model::Qos;
+        use crate::sacctmgr::command::AssocSet;
         let mut s = sim();
         for q in ["normal", "q0"] {
             s.state.qos.insert(n(q), Qos::default());
