@@ -55,7 +55,10 @@ impl Bed {
         live::read_consistent(&self.runner, |_, _| {}).map_err(|e| match e {
             live::ReadError::Live(e) => e.to_string(),
             live::ReadError::Unparsable(d) => {
-                format!("the real state does not parse: {}", d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; "))
+                format!(
+                    "the real state does not parse: {}",
+                    d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
+                )
             }
         })
     }
@@ -146,13 +149,19 @@ fn cleanup(bed: &Bed, prefix: &str) -> Result<(), String> {
         }
     }
     // account records left without associations (on no cluster any more)
-    let records: Vec<String> =
-        rows(bed, &["-n", "-P", "show", "account", "format=Account"])?.into_iter().map(|r| r[0].clone()).filter(|a| ours(a)).collect();
+    let records: Vec<String> = rows(bed, &["-n", "-P", "show", "account", "format=Account"])?
+        .into_iter()
+        .map(|r| r[0].clone())
+        .filter(|a| ours(a))
+        .collect();
     if !records.is_empty() {
         bed.run(&["delete".into(), "account".into(), "where".into(), format!("name={}", records.join(","))]);
     }
-    let qos: Vec<String> =
-        rows(bed, &["-n", "-P", "show", "qos", "format=Name"])?.into_iter().map(|r| r[0].clone()).filter(|q| ours(q)).collect();
+    let qos: Vec<String> = rows(bed, &["-n", "-P", "show", "qos", "format=Name"])?
+        .into_iter()
+        .map(|r| r[0].clone())
+        .filter(|q| ours(q))
+        .collect();
     if !qos.is_empty() {
         bed.run(&["delete".into(), "qos".into(), "where".into(), format!("name={}", qos.join(","))]);
     }
@@ -210,7 +219,11 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
     for (argv, must) in case.seed_argv() {
         let o = bed.run(&argv);
         if must && !seeded(&o) {
-            return Err(fail(Kind::Seed, format!("seeding `sacctmgr -i {}`: {}", argv.join(" "), output_text(&o)), None));
+            return Err(fail(
+                Kind::Seed,
+                format!("seeding `sacctmgr -i {}`: {}", argv.join(" "), output_text(&o)),
+                None,
+            ));
         }
     }
     let (before_raw, before) = bed.read().map_err(|e| fail(Kind::Unreadable, e, None))?;
@@ -239,7 +252,11 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
         let (raw, after) = match bed.read() {
             Ok(x) => x,
             Err(e) => {
-                return Err(fail(Kind::Unreadable, format!("after step {} `{}`: {e}", step.number, step.argv.join(" ")), Some(record)));
+                return Err(fail(
+                    Kind::Unreadable,
+                    format!("after step {} `{}`: {e}", step.number, step.argv.join(" ")),
+                    Some(record),
+                ));
             }
         };
         record.steps.push(RecordedStep {
@@ -255,7 +272,11 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
                 Ok(()) => "the model accepts it".to_string(),
                 Err(e) => format!("the model refuses it too: {e}"),
             };
-            return Err(fail(Kind::Refused, format!("{at}: slurmdbd: {reason}; {m}\n{}", output_text(&o)), Some(record)));
+            return Err(fail(
+                Kind::Refused,
+                format!("{at}: slurmdbd: {reason}; {m}\n{}", output_text(&o)),
+                Some(record),
+            ));
         }
         if let Err(e) = model {
             return Err(fail(Kind::ModelRefused, format!("{at}: the model refuses it: {e}"), Some(record)));
@@ -349,7 +370,10 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
     let budget = env_num("SLURMPLAN_DIFF_SHRINK", 40);
     let save = std::env::var("SLURMPLAN_DIFF_SAVE").map(PathBuf::from).unwrap_or_else(|_| differential::fixtures_dir());
     let ver = if bed.v2205() { "2205" } else { "2411" };
-    eprintln!("differential: Slurm {}, {cases} cases from seed {first} (SLURMPLAN_DIFF_SEED={first} repeats them)", bed.version);
+    eprintln!(
+        "differential: Slurm {}, {cases} cases from seed {first} (SLURMPLAN_DIFF_SEED={first} repeats them)",
+        bed.version
+    );
     let t0 = Instant::now();
     let (mut steps, mut failures) = (0usize, Vec::new());
     for seed in first..first + cases {

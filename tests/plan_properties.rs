@@ -1096,3 +1096,29 @@ default u1 p0
     );
     assert_pair_ok(&current, &desired);
 }
+
+/// Slurm 22.05 refuses `set defaultqos=` on an account while a user row under it has its own
+/// DefaultQOS outside the account's new list (tests/data/differential/2205-2-refused). Here u0
+/// ends with its own `a` (in its own list [a]) under p0 swapping to [b]: u0 must let go of its
+/// own default (list widened) until p0 has its default, and take `a` afterwards.
+#[test]
+fn user_own_default_outside_the_accounts_new_list_is_set_after_the_account() {
+    let qos = "qos a {\"description\":\"a\"}\nqos b {\"description\":\"b\"}\nqos normal {\"description\":\"normal\"}\n";
+    let current = format!(
+        "{qos}cluster c1
+account root - qos=normal def=-
+account p0 root qos=inherit def=-
+user u0 p0 - qos=a def=-
+default u0 p0
+"
+    );
+    let desired = format!(
+        "{qos}cluster c1
+account root - qos=normal def=-
+account p0 root qos=b def=b
+user u0 p0 - qos=a def=a
+default u0 p0
+"
+    );
+    assert_pair_ok(&current, &desired);
+}

@@ -696,6 +696,13 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
         if progressed {
             continue;
         }
+        // Stuck on an account whose new DefaultQOS Slurm 22.05 refuses because user rows
+        // under it keep their own DefaultQOS outside its new list: those users let go of their
+        // own default first (their list widened so the one they inherit stays valid), and get
+        // their final setting once the account has its own.
+        if release_user_defaults(b, cname, d, &mut pending, &mut widened)? {
+            continue;
+        }
         // Stuck: widen the first pending association not yet widened.
         let Some(t) = pending.iter().find(|t| !widened.contains(*t)).cloned() else {
             return Err(PlanError::Unsafe {
@@ -747,6 +754,62 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
         }
     }
     Ok(())
+}
+
+/// See the call in [`qos_changes`]. Emits one command per released user row; true if any.
+fn release_user_defaults(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    d: &ClusterState,
+    pending: &mut BTreeSet<Target>,
+    widened: &mut BTreeSet<Target>,
+) -> Result<bool, PlanError> {
+    let mut release: Vec<(UserKey, BTreeSet<Name>)> = Vec::new();
+    {
+        let c = b.cluster(cname);
+        for t in pending.iter() {
+            let Target::Account(_, n) = t else { continue };
+            let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+            let Some(new_default) = &want.default_qos else { continue };
+            let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
+            let new_list = want.qos.effective(&parent.unwrap_or_default());
+            let now_default = c.accounts.effective_default_qos(n.as_str());
+            for (k, a) in c.users_of_account(n) {
+                let blocked = a.default_qos.as_ref().is_some_and(|q| !new_list.contains(q));
+                if blocked && !widened.contains(&Target::User(k.clone())) {
+                    let mut wide = c.user_effective_qos(k, a);
+                    wide.extend(now_default.cloned());
+                    wide.insert(new_default.clone());
+                    release.push((k.clone(), wide));
+                }
+            }
+            if !release.is_empty() {
+                break;
+            }
+        }
+    }
+    for (k, wide) in &release {
+        let set = AssocSet { qos: Some(QosList::Set(wide.clone())), default_qos: Some(None), ..Default::default() };
+        let cmd = Command::ModifyUser {
+            cluster: cname.clone(),
+            users: vec![k.user.clone()],
+            account: k.account.clone(),
+            partition: k.partition.clone(),
+            set,
+        };
+        b.emit(
+            Phase::QosSwap,
+            cmd,
+            vec![user_addr(cname, k)],
+            Some("let go of the user's own DefaultQOS while its account changes (Slurm 22.05 checks it)"),
+        )?;
+        let t = Target::User(k.clone());
+        widened.insert(t.clone());
+        if d.users.contains_key(k) {
+            pending.insert(t);
+        }
+    }
+    Ok(!release.is_empty())
 }
 
 fn effective_in(d: &ClusterState, n: &Name) -> BTreeSet<Name> {

@@ -787,7 +787,8 @@ mod tests {
         assert!(e.0.contains("own DefaultQOS `normal`"), "{e}");
         // the default first (the list still holds `normal`), then the list alone
         ok.apply(&modify_account(AssocSet { default_qos: Some(Some(n("q0"))), ..Default::default() })).unwrap();
-        ok.apply(&modify_account(AssocSet { qos: Some(QosList::Set([n("q0")].into())), ..Default::default() })).unwrap();
+        ok.apply(&modify_account(AssocSet { qos: Some(QosList::Set([n("q0")].into())), ..Default::default() }))
+            .unwrap();
     }
 
     /// The rule as written: each associated user's DefaultAccount is one of its associations

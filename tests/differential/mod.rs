@@ -335,14 +335,18 @@ impl Case {
         let mp = self.managed_prefix();
         let uses = |q: &str| {
             let unmanaged = s.clusters.iter().flat_map(|c| &c.accounts).filter(|a| !a.name.starts_with(&mp));
-            let in_assoc = |a: &AssocSpec| {
-                a.qos.iter().flatten().any(|x| x == q) || a.default_qos.as_deref() == Some(q)
-            };
+            let in_assoc =
+                |a: &AssocSpec| a.qos.iter().flatten().any(|x| x == q) || a.default_qos.as_deref() == Some(q);
             unmanaged.clone().any(|a| in_assoc(&a.a) || a.users.iter().any(|u| in_assoc(&u.a)))
                 || self.mess.iter().flat_map(|m| m.argv.iter().flatten()).any(|w| w.ends_with(&format!("={q}")))
         };
-        let kept: Vec<QosSpec> =
-            self.base.qos.iter().filter(|q| !s.qos.iter().any(|x| x.name == q.name) && uses(&q.name)).cloned().collect();
+        let kept: Vec<QosSpec> = self
+            .base
+            .qos
+            .iter()
+            .filter(|q| !s.qos.iter().any(|x| x.name == q.name) && uses(&q.name))
+            .cloned()
+            .collect();
         s.qos.extend(kept);
         // DefaultAccounts are declared only in managed accounts: the mess may have removed a
         // user from an unmanaged one, which the spec does not follow.
@@ -376,7 +380,8 @@ impl Case {
         }
         for c in &self.base.clusters {
             for a in &c.accounts {
-                let mut w = v(&["add", "account", &a.name, &format!("cluster={}", c.name), &format!("parent={}", a.parent)]);
+                let mut w =
+                    v(&["add", "account", &a.name, &format!("cluster={}", c.name), &format!("parent={}", a.parent)]);
                 w.extend(a.a.words());
                 out.push((w, true));
             }
@@ -612,8 +617,7 @@ pub fn repair(s: &mut Spec, base: bool) {
             }
         }
     }
-    let names: BTreeSet<String> =
-        s.clusters.iter().flat_map(|c| c.accounts.iter().map(|a| a.name.clone())).collect();
+    let names: BTreeSet<String> = s.clusters.iter().flat_map(|c| c.accounts.iter().map(|a| a.name.clone())).collect();
     s.records.retain(|(_, r)| !names.contains(r));
 }
 
@@ -791,7 +795,15 @@ fn gen_mess(r: &mut Rng, case: &mut Case, pool: &[String]) {
             let q = r.pick(pool).unwrap();
             case.mess.push(Mess {
                 what: format!("qos+= on {}", a.name),
-                argv: vec![argv(&["modify", "account", "where", &format!("name={}", a.name), &cl, "set", &format!("qos+={q}")])],
+                argv: vec![argv(&[
+                    "modify",
+                    "account",
+                    "where",
+                    &format!("name={}", a.name),
+                    &cl,
+                    "set",
+                    &format!("qos+={q}"),
+                ])],
             });
         }
         // a DefaultAccount moved to another of the user's accounts (managed or not)
@@ -802,7 +814,15 @@ fn gen_mess(r: &mut Rng, case: &mut Case, pool: &[String]) {
                 if let Some(a) = r.pick(&accts) {
                     case.mess.push(Mess {
                         what: format!("default of {u} -> {a}"),
-                        argv: vec![argv(&["modify", "user", "where", &format!("name={u}"), &cl, "set", &format!("defaultaccount={a}")])],
+                        argv: vec![argv(&[
+                            "modify",
+                            "user",
+                            "where",
+                            &format!("name={u}"),
+                            &cl,
+                            "set",
+                            &format!("defaultaccount={a}"),
+                        ])],
                     });
                 }
             }
@@ -812,8 +832,11 @@ fn gen_mess(r: &mut Rng, case: &mut Case, pool: &[String]) {
         }
         // 22.05: a user's own DefaultQOS left outside the account's new list
         if r.chance(35) {
-            let cands: Vec<(&AcctSpec, &UserSpec)> =
-                c.accounts.iter().flat_map(|a| a.users.iter().filter(|u| u.a.qos.is_none()).map(move |u| (a, u))).collect();
+            let cands: Vec<(&AcctSpec, &UserSpec)> = c
+                .accounts
+                .iter()
+                .flat_map(|a| a.users.iter().filter(|u| u.a.qos.is_none()).map(move |u| (a, u)))
+                .collect();
             if let Some((a, u)) = r.pick(&cands) {
                 let d = r.pick(pool).unwrap().clone();
                 let q = pool.iter().find(|x| **x != d).cloned().unwrap_or_else(|| "normal".into());
@@ -826,8 +849,20 @@ fn gen_mess(r: &mut Rng, case: &mut Case, pool: &[String]) {
                 let mut second = argv(&["modify", "user", "where"]);
                 second.extend(user_where);
                 second.extend(argv(&["set", &format!("defaultqos={d}")]));
-                let third = argv(&["modify", "account", "where", &format!("name={}", a.name), &cl, "set", &format!("qos={q}"), &format!("defaultqos={q}")]);
-                case.mess.push(Mess { what: format!("DefaultQOS {d} of {}@{} outside [{q}]", u.name, a.name), argv: vec![first, second, third] });
+                let third = argv(&[
+                    "modify",
+                    "account",
+                    "where",
+                    &format!("name={}", a.name),
+                    &cl,
+                    "set",
+                    &format!("qos={q}"),
+                    &format!("defaultqos={q}"),
+                ]);
+                case.mess.push(Mess {
+                    what: format!("DefaultQOS {d} of {}@{} outside [{q}]", u.name, a.name),
+                    argv: vec![first, second, third],
+                });
                 if r.chance(50) {
                     // the desired file keeps the narrowed list (the user's default must go)
                     let mut na = a.a.clone();
@@ -1002,7 +1037,9 @@ pub fn state_diff(real: &State, model: &State) -> String {
         }
     }
     if out.is_empty() && real != model {
-        out.push_str(&format!("  (states differ where the diff does not look)\n  real: {real:?}\n  model: {model:?}\n"));
+        out.push_str(&format!(
+            "  (states differ where the diff does not look)\n  real: {real:?}\n  model: {model:?}\n"
+        ));
     }
     out
 }
@@ -1045,10 +1082,9 @@ fn load_snapshot(dir: &Path) -> Result<State, String> {
 /// converge (a second plan is empty).
 pub fn replay_fixture(dir: &Path) -> Result<(), String> {
     let before = load_snapshot(&dir.join("before"))?;
-    let steps: Vec<RecordedStep> = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("steps.json")).map_err(|e| format!("steps.json: {e}"))?,
-    )
-    .map_err(|e| format!("steps.json: {e}"))?;
+    let steps: Vec<RecordedStep> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("steps.json")).map_err(|e| format!("steps.json: {e}"))?)
+            .map_err(|e| format!("steps.json: {e}"))?;
     let mut errors = Vec::new();
     let mut sim = Sim::new(before.clone());
     let mut prev = before.clone();
@@ -1107,13 +1143,15 @@ pub fn check_plan_on_model(dir: &Path, before: &State) -> Result<(), String> {
     let was = violations(before);
     let mut sim = Sim::new(before.clone());
     for s in &plan.steps {
-        sim.apply(&s.command).map_err(|e| format!("plan step {} `{}` refused by the model: {e}", s.number, s.argv.join(" ")))?;
+        sim.apply(&s.command)
+            .map_err(|e| format!("plan step {} `{}` refused by the model: {e}", s.number, s.argv.join(" ")))?;
         let broke = new_violations(&was, &sim.state);
         if !broke.is_empty() {
             return Err(format!("plan step {} `{}` breaks {broke:?}", s.number, s.argv.join(" ")));
         }
     }
-    let again = slurmplan::desired::resolve::resolve(&desired, &sim.state).map_err(|d| format!("resolve again: {d:?}"))?;
+    let again =
+        slurmplan::desired::resolve::resolve(&desired, &sim.state).map_err(|d| format!("resolve again: {d:?}"))?;
     let second = make_plan(&sim.state, &again.state, "fixture").map_err(|e| format!("second plan: {e}"))?;
     if !second.is_empty() {
         let argv: Vec<String> = second.steps.iter().map(|s| s.argv.join(" ")).collect();
