@@ -205,11 +205,11 @@ struct Record {
 struct Failure {
     kind: Kind,
     message: String,
-    record: Option<Record>,
+    record: Option<Box<Record>>,
 }
 
 fn fail(kind: Kind, message: String, record: Option<Record>) -> Failure {
-    Failure { kind, message, record }
+    Failure { kind, message, record: record.map(Box::new) }
 }
 
 /// Seed, plan, apply step by step with a check after every write. Returns the number of

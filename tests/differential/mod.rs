@@ -31,7 +31,7 @@ pub struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x5eed_0f_d1ff)
+        Rng(seed ^ 0x005e_ed0f_d1ff)
     }
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -610,10 +610,7 @@ pub fn repair(s: &mut Spec, base: bool) {
         c.defaults.retain(|u, d| snapshot.user_accounts(u).contains(d));
         if base {
             for u in users {
-                if !c.defaults.contains_key(&u) {
-                    let first = snapshot.user_accounts(&u)[0].clone();
-                    c.defaults.insert(u, first);
-                }
+                c.defaults.entry(u).or_insert_with_key(|u| snapshot.user_accounts(u)[0].clone());
             }
         }
     }
