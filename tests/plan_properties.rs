@@ -1097,12 +1097,12 @@ default u1 p0
     assert_pair_ok(&current, &desired);
 }
 
-/// Slurm 22.05 refuses `set defaultqos=` on an account while a user row under it has its own
-/// DefaultQOS outside the account's new list (tests/data/differential/2205-2-refused). Here u0
-/// ends with its own `a` (in its own list [a]) under p0 swapping to [b]: u0 must let go of its
-/// own default (list widened) until p0 has its default, and take `a` afterwards.
+/// Slurm 22.05 refuses `set defaultqos=b` on an account while a user row under it has its own
+/// list without `b`, even with a DefaultQOS of its own (tests/data/differential/2205-2-refused,
+/// 2205-219-refused). Here u0 keeps its own list [a] and takes DefaultQOS `a` while p0 swaps to
+/// [b] with `b`: u0's list takes `b` first, and gets its final value after p0.
 #[test]
-fn user_own_default_outside_the_accounts_new_list_is_set_after_the_account() {
+fn user_list_takes_the_accounts_new_default_until_the_account_has_it() {
     let qos = "qos a {\"description\":\"a\"}\nqos b {\"description\":\"b\"}\nqos normal {\"description\":\"normal\"}\n";
     let current = format!(
         "{qos}cluster c1

@@ -621,35 +621,17 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                         continue;
                     }
                     let set = qos_set(have, want);
-                    let modify = |set| Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set };
-                    // Slurm 22.05 checks the users' own DefaultQOS against the account's list
-                    // when the command sets a DefaultQOS: set the default first (while the
-                    // list still holds theirs), then the list alone.
-                    let new_list = || {
+                    // Slurm 22.05 wants a new DefaultQOS in the lists of the user rows below.
+                    if let Some(Some(newdef)) = &set.default_qos {
                         let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
-                        next.qos.effective(&parent.unwrap_or_default())
-                    };
-                    let sets_default = matches!(set.default_qos, Some(Some(_)));
-                    if sets_default && set.qos.is_some() && sim::check_user_rows_against(c, n, &new_list()).is_err() {
-                        let mut first = have.clone();
-                        first.default_qos = want.default_qos.clone();
-                        if sim::check_account_change(c, n, &first).is_err()
-                            || sim::check_user_rows_against(c, n, &c.accounts.effective_qos(n.as_str())).is_err()
-                        {
+                        let new_list = next.qos.effective(&parent.unwrap_or_default());
+                        if sim::check_user_rows_against(c, n, &new_list, newdef).is_err() {
                             continue;
                         }
-                        let default_only = AssocSet { default_qos: set.default_qos.clone(), ..Default::default() };
-                        let list_only = AssocSet { qos: set.qos.clone(), ..Default::default() };
-                        selected_accounts.insert(n.clone());
-                        ready.push((t.clone(), modify(default_only), acct_addr(cname, n)));
-                        ready.push((t.clone(), modify(list_only), acct_addr(cname, n)));
-                        continue;
                     }
-                    if sets_default && sim::check_user_rows_against(c, n, &new_list()).is_err() {
-                        continue;
-                    }
+                    let cmd = Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set };
                     selected_accounts.insert(n.clone());
-                    ready.push((t.clone(), modify(set), acct_addr(cname, n)));
+                    ready.push((t.clone(), cmd, acct_addr(cname, n)));
                 }
                 Target::User(k) => {
                     if under_selected(&k.account) {
@@ -661,6 +643,19 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                     next.qos = want.qos.clone();
                     next.default_qos = want.default_qos.clone();
                     if sim::check_user_change(c, k, &next).is_err() {
+                        continue;
+                    }
+                    // A final list without the account's coming DefaultQOS waits for it
+                    // (Slurm 22.05 checks the user rows when the account gets it).
+                    let account_pending = pending.iter().any(|p| matches!(p, Target::Account(_, a) if *a == k.account));
+                    let coming = d.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
+                    let has_now = c.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
+                    if account_pending
+                        && let Some(q) = coming
+                        && has_now != Some(q)
+                        && !matches!(want.qos, QosList::Inherit)
+                        && !c.user_effective_qos(k, &next).contains(q)
+                    {
                         continue;
                     }
                     let set = qos_set(have, want);
@@ -696,11 +691,10 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
         if progressed {
             continue;
         }
-        // Stuck on an account whose new DefaultQOS Slurm 22.05 refuses because user rows
-        // under it keep their own DefaultQOS outside its new list: those users let go of their
-        // own default first (their list widened so the one they inherit stays valid), and get
-        // their final setting once the account has its own.
-        if release_user_defaults(b, cname, d, &mut pending, &mut widened)? {
+        // Stuck on an account whose new DefaultQOS Slurm 22.05 refuses because user rows under
+        // it have their own lists without it: those lists take it first, and get their final
+        // value once the account has its DefaultQOS.
+        if widen_users_for_default(b, cname, d, &mut pending, &mut widened)? {
             continue;
         }
         // Stuck: widen the first pending association not yet widened.
@@ -756,40 +750,40 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
     Ok(())
 }
 
-/// See the call in [`qos_changes`]. Emits one command per released user row; true if any.
-fn release_user_defaults(
+/// See the call in [`qos_changes`]. Emits one command per widened user row; true if any.
+fn widen_users_for_default(
     b: &mut Builder<'_>,
     cname: &Name,
     d: &ClusterState,
     pending: &mut BTreeSet<Target>,
     widened: &mut BTreeSet<Target>,
 ) -> Result<bool, PlanError> {
-    let mut release: Vec<(UserKey, BTreeSet<Name>)> = Vec::new();
+    let mut wide: Vec<(UserKey, BTreeSet<Name>)> = Vec::new();
     {
         let c = b.cluster(cname);
         for t in pending.iter() {
             let Target::Account(_, n) = t else { continue };
             let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
-            let Some(new_default) = &want.default_qos else { continue };
-            let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
-            let new_list = want.qos.effective(&parent.unwrap_or_default());
-            let now_default = c.accounts.effective_default_qos(n.as_str());
+            let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
+            let Some(newdef) = &want.default_qos else { continue };
+            if have.default_qos.as_ref() == Some(newdef) {
+                continue;
+            }
             for (k, a) in c.users_of_account(n) {
-                let blocked = a.default_qos.as_ref().is_some_and(|q| !new_list.contains(q));
-                if blocked && !widened.contains(&Target::User(k.clone())) {
-                    let mut wide = c.user_effective_qos(k, a);
-                    wide.extend(now_default.cloned());
-                    wide.insert(new_default.clone());
-                    release.push((k.clone(), wide));
+                let lacks = !matches!(a.qos, QosList::Inherit) && !c.user_effective_qos(k, a).contains(newdef);
+                if lacks && !widened.contains(&Target::User(k.clone())) {
+                    let mut list = c.user_effective_qos(k, a);
+                    list.insert(newdef.clone());
+                    wide.push((k.clone(), list));
                 }
             }
-            if !release.is_empty() {
+            if !wide.is_empty() {
                 break;
             }
         }
     }
-    for (k, wide) in &release {
-        let set = AssocSet { qos: Some(QosList::Set(wide.clone())), default_qos: Some(None), ..Default::default() };
+    for (k, list) in &wide {
+        let set = AssocSet { qos: Some(QosList::Set(list.clone())), ..Default::default() };
         let cmd = Command::ModifyUser {
             cluster: cname.clone(),
             users: vec![k.user.clone()],
@@ -801,7 +795,7 @@ fn release_user_defaults(
             Phase::QosSwap,
             cmd,
             vec![user_addr(cname, k)],
-            Some("let go of the user's own DefaultQOS while its account changes (Slurm 22.05 checks it)"),
+            Some("add the account's new DefaultQOS to the user's own list first (Slurm 22.05 checks it)"),
         )?;
         let t = Target::User(k.clone());
         widened.insert(t.clone());
@@ -809,7 +803,7 @@ fn release_user_defaults(
             pending.insert(t);
         }
     }
-    Ok(!release.is_empty())
+    Ok(!wide.is_empty())
 }
 
 fn effective_in(d: &ClusterState, n: &Name) -> BTreeSet<Name> {

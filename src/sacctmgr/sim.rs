@@ -448,27 +448,36 @@ fn user_violation(
 }
 
 /// Slurm 22.05's check when an account gets a DefaultQOS (`modify account ... set
-/// defaultqos=D`, with or without `qos=`): every user row directly under the account that has
-/// a DefaultQOS of its own must find it in the account's (new) QoS list, even when the user's
-/// own QoS list holds it; otherwise nothing is committed (stderr "These associations don't have
-/// access to their default qos", exit 0). Rows of sub-accounts are not looked at, and a change
-/// of the list alone (`qos=`, `qos-=`) is not checked. 24.11 accepts such a command; the model
-/// refuses it, so plans hold on both. A refusal by slurmdbd, not a rule over the state: it
-/// holds whether or not the row was outside the list before.
+/// defaultqos=D`, with or without `qos=`): every user row directly under the account must have
+/// `D` in its QoS list (its own list when it has one, else the account's new list), even a row
+/// with a DefaultQOS of its own that will never inherit `D`; otherwise nothing is committed
+/// (stderr "These associations don't have access to their default qos", exit 0). Rows of
+/// sub-accounts are not looked at, and a change of the list alone is not checked. 24.11 accepts
+/// such a command; the model refuses it, so plans hold on both. A refusal by slurmdbd, not a
+/// rule over the state: it holds whether or not the row lacked `D` before.
 pub fn check_user_rows_for_default(c: &ClusterState, account: &Name) -> Result<(), SimError> {
-    check_user_rows_against(c, account, &c.accounts.effective_qos(account.as_str()))
+    let Some(d) = c.accounts.get(account.as_str()).and_then(|n| n.assoc.default_qos.clone()) else { return Ok(()) };
+    check_user_rows_against(c, account, &c.accounts.effective_qos(account.as_str()), &d)
 }
 
-/// [`check_user_rows_for_default`] with the account's QoS list given (as a command would make it).
-pub fn check_user_rows_against(c: &ClusterState, account: &Name, qos: &BTreeSet<Name>) -> Result<(), SimError> {
+/// [`check_user_rows_for_default`] for an account list `qos` and DefaultQOS `d` given (as a
+/// command would make them).
+pub fn check_user_rows_against(
+    c: &ClusterState,
+    account: &Name,
+    qos: &BTreeSet<Name>,
+    d: &Name,
+) -> Result<(), SimError> {
     for (k, a) in c.users_of_account(account) {
-        if let Some(d) = &a.default_qos
-            && !qos.contains(d)
-        {
+        if matches!(a.qos, QosList::Inherit) {
+            continue;
+        }
+        let eff = a.qos.effective(qos);
+        if !eff.contains(d) {
             return err(format!(
-                "setting a DefaultQOS on account `{account}` needs user association {}'s own DefaultQOS `{d}` in the account's QoS list [{}] (Slurm 22.05 checks it)",
-                show_key(k),
-                list(qos)
+                "DefaultQOS `{d}` on account `{account}` needs `{d}` in the QoS list [{}] of user association {} (Slurm 22.05 checks it)",
+                list(&eff),
+                show_key(k)
             ));
         }
     }
@@ -756,12 +765,12 @@ mod tests {
         assert!(e.0.contains("`u@a` would have DefaultQOS `gold`"), "{e}");
     }
 
-    /// Seen on 22.05.8 (tests/data/differential/2205-2-refused): `set qos=q0 defaultqos=q0` on an
-    /// account is refused while a user row directly under it has its own DefaultQOS `normal`
-    /// outside [q0], though the user's own list is [normal]; the list alone, or a user that
-    /// inherits its default, is accepted.
+    /// Seen on 22.05.8 (tests/data/differential/2205-2-refused, 2205-219-refused): `set
+    /// defaultqos=q0` on an account is refused while a user row directly under it has its own
+    /// list without `q0`, even with a DefaultQOS of its own inside that list; the list change
+    /// alone is accepted, and so is the default once the user's list holds `q0`.
     #[test]
-    fn account_default_needs_the_users_own_defaults_in_its_list() {
+    fn account_default_must_be_in_the_lists_of_its_user_rows() {
         use crate::sacctmgr::command::AssocSet;
         let mut s = sim();
         for q in ["normal", "q0"] {
@@ -773,22 +782,22 @@ mod tests {
             ..Default::default()
         };
         let modify_account = |set| Command::ModifyAccount { cluster: n("c1"), names: vec![n("a")], set };
-        s.apply(&modify_account(set(&["normal", "q0"], None))).unwrap();
-        let own = Command::ModifyUser {
-            cluster: n("c1"),
-            users: vec![n("u")],
-            account: n("a"),
-            partition: None,
-            set: set(&["normal"], Some("normal")),
-        };
-        s.apply(&own).unwrap();
-        let mut ok = Sim::new(s.state.clone());
-        let e = s.apply(&modify_account(set(&["q0"], Some("q0")))).unwrap_err();
-        assert!(e.0.contains("own DefaultQOS `normal`"), "{e}");
-        // the default first (the list still holds `normal`), then the list alone
-        ok.apply(&modify_account(AssocSet { default_qos: Some(Some(n("q0"))), ..Default::default() })).unwrap();
-        ok.apply(&modify_account(AssocSet { qos: Some(QosList::Set([n("q0")].into())), ..Default::default() }))
-            .unwrap();
+        let modify_user =
+            |set| Command::ModifyUser { cluster: n("c1"), users: vec![n("u")], account: n("a"), partition: None, set };
+        s.apply(&modify_user(set(&["normal"], Some("normal")))).unwrap();
+        let ok = Sim::new(s.state.clone());
+        let e = s.apply(&modify_account(set(&["normal", "q0"], Some("q0")))).unwrap_err();
+        assert!(e.0.contains("needs `q0` in the QoS list [normal] of user association `u@a`"), "{e}");
+        // the list alone is not checked; the user's list widened first lets the default in
+        let mut s = Sim::new(ok.state.clone());
+        s.apply(&modify_account(AssocSet {
+            qos: Some(QosList::Set([n("q0"), n("normal")].into())),
+            ..Default::default()
+        }))
+        .unwrap();
+        let mut s = Sim::new(ok.state.clone());
+        s.apply(&modify_user(set(&["normal", "q0"], None))).unwrap();
+        s.apply(&modify_account(set(&["normal", "q0"], Some("q0")))).unwrap();
     }
 
     /// The rule as written: each associated user's DefaultAccount is one of its associations
