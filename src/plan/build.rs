@@ -621,13 +621,9 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                         continue;
                     }
                     let set = qos_set(have, want);
-                    // Slurm 22.05 wants a new DefaultQOS in the lists of the user rows below.
-                    if let Some(Some(newdef)) = &set.default_qos {
-                        let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
-                        let new_list = next.qos.effective(&parent.unwrap_or_default());
-                        if sim::check_user_rows_against(c, n, &new_list, newdef).is_err() {
-                            continue;
-                        }
+                    // Slurm 22.05 checks the user rows below (sim::check_user_rows_for_account_qos).
+                    if account_rows_block(c, n, &next, &set) {
+                        continue;
                     }
                     let cmd = Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set };
                     selected_accounts.insert(n.clone());
@@ -691,10 +687,10 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
         if progressed {
             continue;
         }
-        // Stuck on an account whose new DefaultQOS Slurm 22.05 refuses because user rows under
-        // it have their own lists without it: those lists take it first, and get their final
-        // value once the account has its DefaultQOS.
-        if widen_users_for_default(b, cname, d, &mut pending, &mut widened)? {
+        // Stuck on an account whose QoS change Slurm 22.05 refuses because of user rows under
+        // it (a new DefaultQOS or their own outside their list): those rows get a wide
+        // explicit list first, and their final value once the account is done.
+        if widen_users_for_account(b, cname, d, &mut pending, &mut widened)? {
             continue;
         }
         // Stuck: widen the first pending association not yet widened.
@@ -750,8 +746,19 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
     Ok(())
 }
 
-/// See the call in [`qos_changes`]. Emits one command per widened user row; true if any.
-fn widen_users_for_default(
+/// Would Slurm 22.05 refuse giving account `n` the QoS settings of `next` (the command `set`)
+/// because of the user rows under it (`sim::check_user_rows_for_account_qos`)?
+fn account_rows_block(c: &ClusterState, n: &Name, next: &Assoc, set: &AssocSet) -> bool {
+    let Some(new_default) = &set.default_qos else { return false };
+    let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
+    let new_list = next.qos.effective(&parent.unwrap_or_default());
+    sim::check_user_rows_against(c, n, &new_list, new_default.as_ref()).is_err()
+}
+
+/// See the call in [`qos_changes`]: the user rows that block a pending account get an explicit
+/// list holding what the account's change needs (the account's new DefaultQOS, their own) and
+/// what they have now; they get their final value later. Emits one command per row; true if any.
+fn widen_users_for_account(
     b: &mut Builder<'_>,
     cname: &Name,
     d: &ClusterState,
@@ -765,17 +772,33 @@ fn widen_users_for_default(
             let Target::Account(_, n) = t else { continue };
             let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
             let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
-            let Some(newdef) = &want.default_qos else { continue };
-            if have.default_qos.as_ref() == Some(newdef) {
+            let mut next = have.clone();
+            next.qos = want.qos.clone();
+            next.default_qos = want.default_qos.clone();
+            let set = qos_set(have, want);
+            if !account_rows_block(c, n, &next, &set) {
                 continue;
             }
+            let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
+            let new_list = next.qos.effective(&parent.unwrap_or_default());
+            let Some(new_default) = &set.default_qos else { continue };
             for (k, a) in c.users_of_account(n) {
-                let lacks = !matches!(a.qos, QosList::Inherit) && !c.user_effective_qos(k, a).contains(newdef);
-                if lacks && !widened.contains(&Target::User(k.clone())) {
-                    let mut list = c.user_effective_qos(k, a);
-                    list.insert(newdef.clone());
-                    wide.push((k.clone(), list));
+                let target = Target::User(k.clone());
+                let row_eff = a.qos.effective(&new_list);
+                let needs: Vec<&Name> = new_default
+                    .as_ref()
+                    .or(a.default_qos.as_ref())
+                    .into_iter()
+                    .filter(|q| !row_eff.contains(*q))
+                    .collect();
+                if needs.is_empty() || widened.contains(&target) {
+                    continue;
                 }
+                let mut list = c.user_effective_qos(k, a);
+                list.extend(row_eff);
+                list.extend(needs.into_iter().cloned());
+                list.extend(c.user_effective_default_qos(k, a).cloned());
+                wide.push((k.clone(), list));
             }
             if !wide.is_empty() {
                 break;
@@ -795,7 +818,7 @@ fn widen_users_for_default(
             Phase::QosSwap,
             cmd,
             vec![user_addr(cname, k)],
-            Some("add the account's new DefaultQOS to the user's own list first (Slurm 22.05 checks it)"),
+            Some("widen the user's QoS list while its account changes (Slurm 22.05 checks the user rows)"),
         )?;
         let t = Target::User(k.clone());
         widened.insert(t.clone());

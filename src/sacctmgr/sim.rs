@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::command::Command;
+use super::command::{AssocSet, Command};
 use crate::model::names::NameHash;
 use crate::model::{
     AccountGraph, Assoc, ClusterState, InOrder, Name, Qos, QosList, State, UserIndex, UserKey, names::root,
@@ -164,9 +164,7 @@ impl Sim {
                 }
                 for n in names {
                     refuse_introduced(&before, subtree_violations(c, n))?;
-                    if set.default_qos.as_ref().is_some_and(Option::is_some) {
-                        check_user_rows_for_default(c, n)?;
-                    }
+                    check_user_rows_for_account_qos(c, n, set)?;
                 }
                 let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
                 self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
@@ -447,35 +445,40 @@ fn user_violation(
     Some((Violation { account: k.account.clone(), user: Some(k.clone()), default_qos: d.clone() }, e))
 }
 
-/// Slurm 22.05's check when an account gets a DefaultQOS (`modify account ... set
-/// defaultqos=D`, with or without `qos=`): every user row directly under the account must have
-/// `D` in its QoS list (its own list when it has one, else the account's new list), even a row
-/// with a DefaultQOS of its own that will never inherit `D`; otherwise nothing is committed
-/// (stderr "These associations don't have access to their default qos", exit 0). Rows of
-/// sub-accounts are not looked at, and a change of the list alone is not checked. 24.11 accepts
-/// such a command; the model refuses it, so plans hold on both. A refusal by slurmdbd, not a
-/// rule over the state: it holds whether or not the row lacked `D` before.
-pub fn check_user_rows_for_default(c: &ClusterState, account: &Name) -> Result<(), SimError> {
-    let Some(d) = c.accounts.get(account.as_str()).and_then(|n| n.assoc.default_qos.clone()) else { return Ok(()) };
-    check_user_rows_against(c, account, &c.accounts.effective_qos(account.as_str()), &d)
+/// Slurm 22.05's check on `modify account ... set defaultqos=...` (with or without `qos=`):
+/// nothing is committed (stderr "These associations don't have access to their default qos",
+/// exit 0) unless every user row directly under the account has in its QoS list (its own, else
+/// the account's new one)
+/// - the new DefaultQOS `D` when the command sets one (`defaultqos=D`), even a row with a
+///   DefaultQOS of its own that never inherits `D`;
+/// - its own DefaultQOS when the command clears the account's (`defaultqos=-1`), even when the
+///   row was outside its list before.
+///
+/// A change of the list alone is not checked, and rows of sub-accounts are not looked at.
+/// 24.11 accepts these commands; the model refuses them, so plans hold on both. A refusal by
+/// slurmdbd, not a rule over the state. (Seen: tests/data/differential/2205-2-refused,
+/// 2205-206-refused, 2205-219-refused, 2205-234-refused.)
+pub fn check_user_rows_for_account_qos(c: &ClusterState, account: &Name, set: &AssocSet) -> Result<(), SimError> {
+    match &set.default_qos {
+        Some(d) => check_user_rows_against(c, account, &c.accounts.effective_qos(account.as_str()), d.as_ref()),
+        None => Ok(()),
+    }
 }
 
-/// [`check_user_rows_for_default`] for an account list `qos` and DefaultQOS `d` given (as a
-/// command would make them).
+/// [`check_user_rows_for_account_qos`] for the account's list `qos` after a command that sets
+/// its DefaultQOS to `new_default` (`None`: clears it).
 pub fn check_user_rows_against(
     c: &ClusterState,
     account: &Name,
     qos: &BTreeSet<Name>,
-    d: &Name,
+    new_default: Option<&Name>,
 ) -> Result<(), SimError> {
     for (k, a) in c.users_of_account(account) {
-        if matches!(a.qos, QosList::Inherit) {
-            continue;
-        }
+        let Some(d) = new_default.or(a.default_qos.as_ref()) else { continue };
         let eff = a.qos.effective(qos);
         if !eff.contains(d) {
             return err(format!(
-                "DefaultQOS `{d}` on account `{account}` needs `{d}` in the QoS list [{}] of user association {} (Slurm 22.05 checks it)",
+                "setting the DefaultQOS of account `{account}` needs `{d}` in the QoS list [{}] of user association {} (Slurm 22.05 checks it)",
                 list(&eff),
                 show_key(k)
             ));
@@ -771,7 +774,6 @@ mod tests {
     /// alone is accepted, and so is the default once the user's list holds `q0`.
     #[test]
     fn account_default_must_be_in_the_lists_of_its_user_rows() {
-        use crate::sacctmgr::command::AssocSet;
         let mut s = sim();
         for q in ["normal", "q0"] {
             s.state.qos.insert(n(q), Qos::default());
@@ -788,6 +790,18 @@ mod tests {
         let ok = Sim::new(s.state.clone());
         let e = s.apply(&modify_account(set(&["normal", "q0"], Some("q0")))).unwrap_err();
         assert!(e.0.contains("needs `q0` in the QoS list [normal] of user association `u@a`"), "{e}");
+        // a row already outside its list: a list change alone passes, clearing the account's
+        // DefaultQOS does not (tests/data/differential/2205-234-refused)
+        let mut broken = Sim::new(ok.state.clone());
+        let c = broken.state.clusters.get_mut(&n("c1")).unwrap();
+        let row = c.users.get_mut(&UserKey { account: n("a"), user: n("u"), partition: None }).unwrap();
+        row.qos = QosList::Inherit;
+        row.default_qos = Some(n("q0"));
+        let mut list_only = Sim::new(broken.state.clone());
+        list_only.apply(&modify_account(set(&["normal"], None))).unwrap();
+        let clear = AssocSet { qos: Some(QosList::Inherit), default_qos: Some(None), ..Default::default() };
+        let e = broken.apply(&modify_account(clear)).unwrap_err();
+        assert!(e.0.contains("needs `q0` in the QoS list []"), "{e}");
         // the list alone is not checked; the user's list widened first lets the default in
         let mut s = Sim::new(ok.state.clone());
         s.apply(&modify_account(AssocSet {
