@@ -638,3 +638,41 @@ fn an_existing_default_qos_violation_does_not_block_other_changes() {
         assocs(&site.cluster)
     );
 }
+
+/// A QoS is shared by the whole site: `qos: {name: {}}` declares it and manages nothing on
+/// it, so its Flags and GrpTRES stay; an attribute the file gives is managed alone.
+#[test]
+fn a_declared_qos_keeps_the_attributes_the_file_does_not_give() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("qosk");
+    if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_q_keep") {
+        seed(&["add", "qos", "e2e_q_keep"]);
+    }
+    // the same starting point on every run (a no-op modify exits 1: not checked)
+    sacctmgr(&[
+        "-i",
+        "modify",
+        "qos",
+        "where",
+        "name=e2e_q_keep",
+        "set",
+        "Flags=DenyOnLimit",
+        "GrpTRES=cpu=10",
+        "GrpSubmitJobs=-1",
+    ]);
+    let qos = || show(&["show", "qos", "where", "name=e2e_q_keep", "format=Name,Flags,GrpTRES,GrpSubmitJobs"]);
+    assert_eq!(qos(), vec!["e2e_q_keep|DenyOnLimit|cpu=10|".to_string()]);
+    let yaml = |attrs: &str| {
+        format!(
+            "version: 1\nmanaged:\n  prefixes: [qk_]\nqos:\n  normal: {{}}\n  e2e_q_keep: {attrs}\nclusters:\n  CLUSTER:\n    accounts:\n      qk_a:\n        qos: [normal, e2e_q_keep]\n        users: [kim]\n"
+        )
+    };
+    let r = site.converge(&yaml("{}"));
+    assert!(!r.stderr.contains("modify qos"), "{}", r.stderr);
+    assert_eq!(qos(), vec!["e2e_q_keep|DenyOnLimit|cpu=10|".to_string()]);
+    let r = site.converge(&yaml("{grp_submit_jobs: 4}"));
+    assert!(r.stderr.contains("modify qos where name=e2e_q_keep set GrpSubmitJobs=4\n"), "{}", r.stderr);
+    assert_eq!(qos(), vec!["e2e_q_keep|DenyOnLimit|cpu=10|4".to_string()]);
+}
