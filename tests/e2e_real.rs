@@ -676,3 +676,54 @@ fn a_declared_qos_keeps_the_attributes_the_file_does_not_give() {
     assert!(r.stderr.contains("modify qos where name=e2e_q_keep set GrpSubmitJobs=4\n"), "{}", r.stderr);
     assert_eq!(qos(), vec!["e2e_q_keep|DenyOnLimit|cpu=10|4".to_string()]);
 }
+
+/// Run the steps of `slurmplan plan -d yaml --format json` one by one on the real slurmdbd,
+/// calling `check(argv)` after each.
+fn step_through(site: &Site, yaml: &str, mut check: impl FnMut(&[String])) -> usize {
+    let d = site.desired(yaml);
+    let plan = slurmplan(&["plan", "-d", dir_str(&d), "--format", "json"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let v: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    for s in steps {
+        let argv: Vec<String> = s["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let o = sacctmgr(&args);
+        assert!(
+            o.status.success(),
+            "step `{}` failed: {}{}",
+            argv.join(" "),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        check(&argv);
+    }
+    let again = slurmplan(&["plan", "-d", dir_str(&d), "--detailed-exitcode"]);
+    assert_eq!(again.code, 0, "{}", again.stdout);
+    steps.len()
+}
+
+/// New allocations never run uncapped: after every step of the plan that creates them, each
+/// account that has users already has its GrpTRESMins; creations stay one `add account`.
+#[test]
+fn new_accounts_have_their_limits_before_any_user() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("lim");
+    let yaml = "version: 1\nmanaged:\n  prefixes: [lim_]\nclusters:\n  CLUSTER:\n    accounts:\n      lim_a:\n        grp_tres_mins: {cpu: 1000}\n        users: [lu1, lu2]\n      lim_b:\n        grp_tres_mins: {cpu: 2000}\n        users: [lu1]\n";
+    let want = [("lim_a", "cpu=1000"), ("lim_b", "cpu=2000")];
+    let mut adds = 0;
+    let n = step_through(&site, yaml, |argv| {
+        adds += usize::from(argv[2] == "add" && argv[3] == "account");
+        let rows = assocs(&site.cluster);
+        for (acct, limit) in want {
+            let has_users = rows.iter().any(|r| r.starts_with(&format!("{acct}|")) && r.split('|').nth(1) != Some(""));
+            let capped =
+                rows.iter().any(|r| r.starts_with(&format!("{acct}|||root|")) && r.ends_with(&format!("|{limit}")));
+            assert!(!has_users || capped, "after `{}`, {acct} has users but no limit: {rows:#?}", argv.join(" "));
+        }
+    });
+    assert!(n >= 4, "{n} steps");
+    assert_eq!(adds, 1, "the creations were not batched");
+}
