@@ -727,3 +727,65 @@ fn new_accounts_have_their_limits_before_any_user() {
     assert!(n >= 4, "{n} steps");
     assert_eq!(adds, 1, "the creations were not batched");
 }
+
+/// Slurm 22.05 leaves a DefaultQOS outside the QoS list behind an account's QoS swap; `doctor`
+/// reports it, its repair plan applies on the real slurmdbd (the user's own DefaultQOS is
+/// cleared: it then inherits the account's, which is in the list; a user whose own list lacks
+/// the inherited default gets the first QoS of its list), and `doctor` then finds nothing on
+/// that cluster.
+#[test]
+fn doctor_repairs_default_qos_outside_the_list() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("docq");
+    let c = format!("cluster={}", site.cluster);
+    if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_dq_paused") {
+        seed(&["add", "qos", "e2e_dq_paused"]);
+    }
+    seed(&["add", "account", "rq_top", &c, "qos=normal,e2e_dq_paused", "defaultqos=normal"]);
+    seed(&["add", "user", "cory", "account=rq_top", &c, "defaultqos=normal"]);
+    let o = sacctmgr(&[
+        "-i",
+        "modify",
+        "account",
+        "where",
+        "name=rq_top",
+        &c,
+        "set",
+        "qos=e2e_dq_paused",
+        "defaultqos=e2e_dq_paused",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    if !assocs(&site.cluster).contains(&"rq_top|||root|e2e_dq_paused|e2e_dq_paused||".to_string()) {
+        assert!(
+            std::env::var("SLURMPLAN_TESTBED_VERSION").is_ok_and(|v| v != "22.05"),
+            "22.05 refused the swap: {out}"
+        );
+        eprintln!("skipped: this slurmdbd refuses to leave a DefaultQOS outside the QoS list: {out}");
+        return;
+    }
+    // a user whose own list lacks the DefaultQOS it inherits (22.05 accepts this too)
+    seed(&["add", "user", "dora", "account=rq_top", &c, "qos=normal"]);
+    let (code, found) = doctor_findings(&site.cluster);
+    assert_eq!(code, 2);
+    let cl = &site.cluster;
+    for object in [format!("user_association.{cl}.dora@rq_top"), format!("user_association.{cl}.cory@rq_top")] {
+        assert!(found.contains(&("default-qos-outside".to_string(), object.clone())), "{object}: {found:?}");
+    }
+    let repair = site.path("repair.json");
+    let r = slurmplan(&["doctor", "-o", dir_str(&repair)]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let shown = slurmplan(&["show", dir_str(&repair), "--color", "never"]);
+    for cmd in [
+        format!("modify user where name=cory account=rq_top cluster={cl} partition= set defaultqos=-1"),
+        format!("modify user where name=dora account=rq_top cluster={cl} partition= set defaultqos=normal"),
+    ] {
+        assert!(shown.stdout.contains(&cmd), "{cmd}:\n{}", shown.stdout);
+    }
+    let a = slurmplan(&["apply", dir_str(&repair)]);
+    assert_eq!(a.code, 0, "repair failed:\n{}\n{}", a.stdout, a.stderr);
+    assert!(a.stderr.contains("Verified"), "{}", a.stderr);
+    let (_, after) = doctor_findings(&site.cluster);
+    assert!(after.is_empty(), "findings left on {cl}: {after:?}");
+}
