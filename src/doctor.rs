@@ -20,7 +20,14 @@
 //! Repair rule for the first three codes (see [`repair`]): the DefaultAccount moves to the
 //! fallback account when the user is associated with it on that cluster, else to the user's
 //! first remaining association by account name. Users with no association left are reported,
-//! never given an invented association. Pure: no I/O.
+//! never given an invented association.
+//!
+//! Repair rule for `default-qos-outside` (see [`repair_default_qos`]), accounts top-down, then
+//! users, each judged in the state repaired so far: the association's own DefaultQOS is
+//! cleared when the one it would then inherit is inside its list (or there is none), else its
+//! DefaultQOS becomes the first QoS of its list (by name). An association whose list is empty
+//! is not repaired. Every finding says whether the repair plan fixes it, and if not, why not.
+//! Pure: no I/O.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -48,7 +55,11 @@ pub struct Finding {
     pub fix: String,
     /// Whether `doctor -o repair.json` fixes it.
     pub repairable: bool,
+    /// What the repair plan does about it, or why it does nothing.
+    pub repair: String,
 }
+
+const NOT_REPAIRED: &str = "not in the repair plan: ";
 
 const WHY_DEFAULT: &str = "jobs submitted without -A are rejected, and sacctmgr refuses some user changes";
 
@@ -112,6 +123,7 @@ fn defaults(cname: &Name, c: &ClusterState, fallback: Option<&Name>, out: &mut V
             why: WHY_DEFAULT.into(),
             fix: fix_default(cname, user, target),
             repairable: true,
+            repair: format!("the DefaultAccount moves to `{target}`"),
         });
     }
     for (user, d) in &c.defaults {
@@ -126,12 +138,18 @@ fn defaults(cname: &Name, c: &ClusterState, fallback: Option<&Name>, out: &mut V
                     "add the user to an account (`sacctmgr -i add user {user} account=ACCOUNT cluster={cname}`) or delete the user record; slurmplan does not invent associations"
                 ),
                 repairable: false,
+                repair: format!("{NOT_REPAIRED}only the site knows which account the user should have"),
             });
         }
     }
 }
 
 fn default_qos(cname: &Name, c: &ClusterState, out: &mut Vec<Finding>) {
+    // What the repair plan does, per association address.
+    let mut fixed = c.clone();
+    let repairs: BTreeMap<String, QosRepair> =
+        repair_default_qos(cname, &mut fixed).into_iter().map(|r| (r.object.clone(), r)).collect();
+    let first = out.len();
     let mut bad_accounts: BTreeSet<&Name> = BTreeSet::new();
     // Parents before children, so an inherited problem is reported once, where it is set.
     let mut names = c.accounts.names();
@@ -164,6 +182,101 @@ fn default_qos(cname: &Name, c: &ClusterState, out: &mut Vec<Finding>) {
         }
         out.push(outside(cname, Some(k), &k.account, def, &eff));
     }
+    for f in &mut out[first..] {
+        match repairs.get(&f.object).map(|r| &r.action) {
+            Some(Some(action)) => {
+                f.repairable = true;
+                f.repair = action.to_string();
+            }
+            Some(None) => f.repair = format!("{NOT_REPAIRED}its QoS list is empty, so no DefaultQOS can be valid"),
+            // Reported where it is set; the repair there (or above) mends it.
+            None => {
+                f.repairable = true;
+                f.repair = "mended by the repair of the association above it".into();
+            }
+        }
+    }
+}
+
+/// A DefaultQOS repair: clear the association's own DefaultQOS, or set one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QosAction {
+    Clear { inherits: Option<Name> },
+    Set(Name),
+}
+
+impl std::fmt::Display for QosAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QosAction::Clear { inherits: Some(q) } => {
+                write!(f, "its own DefaultQOS is cleared (it then inherits `{q}`, inside its list)")
+            }
+            QosAction::Clear { inherits: None } => write!(f, "its own DefaultQOS is cleared (it then has none)"),
+            QosAction::Set(q) => write!(f, "its DefaultQOS becomes `{q}`, the first QoS of its list"),
+        }
+    }
+}
+
+/// One association's DefaultQOS repair (`action: None`: none possible, its list is empty).
+#[derive(Debug, Clone)]
+pub struct QosRepair {
+    pub object: String,
+    pub action: Option<QosAction>,
+}
+
+/// Repairs every effective DefaultQOS outside its effective QoS list on cluster `c`, in place:
+/// accounts top-down, then users, each judged in the state repaired so far (see the module
+/// documentation for the rule).
+pub fn repair_default_qos(cname: &Name, c: &mut ClusterState) -> Vec<QosRepair> {
+    let mut out = Vec::new();
+    let mut names: Vec<Name> = c.accounts.names().into_iter().cloned().collect();
+    names.sort_by_key(|n| (c.accounts.depth(n.as_str()), n.clone()));
+    for name in names {
+        let eff = c.accounts.effective_qos(name.as_str());
+        let Some(def) = c.accounts.effective_default_qos(name.as_str()) else { continue };
+        if eff.contains(def) {
+            continue;
+        }
+        let own = c.accounts.get(name.as_str()).is_some_and(|n| n.assoc.default_qos.is_some());
+        let inherits = c.accounts.parent(name.as_str()).and_then(|p| c.accounts.effective_default_qos(p.as_str()));
+        let action = choose(own, inherits, &eff);
+        if let Some(a) = &action {
+            let node = c.accounts.get_mut(name.as_str()).expect("listed");
+            node.assoc.default_qos = match a {
+                QosAction::Clear { .. } => None,
+                QosAction::Set(q) => Some(q.clone()),
+            };
+        }
+        out.push(QosRepair { object: assoc_label(cname, None, &name), action });
+    }
+    let keys: Vec<UserKey> = c.users.keys().cloned().collect();
+    for k in keys {
+        let a = &c.users[&k];
+        let eff = c.user_effective_qos(&k, a);
+        let Some(def) = c.user_effective_default_qos(&k, a) else { continue };
+        if eff.contains(def) {
+            continue;
+        }
+        let inherits = c.accounts.effective_default_qos(k.account.as_str());
+        let action = choose(a.default_qos.is_some(), inherits, &eff);
+        if let Some(act) = &action {
+            c.users.get_mut(&k).expect("listed").default_qos = match act {
+                QosAction::Clear { .. } => None,
+                QosAction::Set(q) => Some(q.clone()),
+            };
+        }
+        out.push(QosRepair { object: assoc_label(cname, Some(&k), &k.account), action });
+    }
+    out
+}
+
+/// The rule: clear an own DefaultQOS when what would be inherited is valid, else the first of
+/// the list; nothing when the list is empty.
+fn choose(own: bool, inherits: Option<&Name>, eff: &BTreeSet<Name>) -> Option<QosAction> {
+    if own && inherits.is_none_or(|q| eff.contains(q)) {
+        return Some(QosAction::Clear { inherits: inherits.cloned() });
+    }
+    eff.first().map(|q| QosAction::Set(q.clone()))
 }
 
 fn outside(c: &Name, key: Option<&UserKey>, account: &Name, def: &Name, eff: &BTreeSet<Name>) -> Finding {
@@ -186,6 +299,7 @@ fn outside(c: &Name, key: Option<&UserKey>, account: &Name, def: &Name, eff: &BT
         why: "jobs submitted without --qos get a QoS the association may not use and are rejected; Slurm 23.11+ refuses QoS changes below it".into(),
         fix,
         repairable: false,
+        repair: String::new(),
     }
 }
 
@@ -208,6 +322,9 @@ fn missing_qos(cname: &Name, c: &ClusterState, qos: &BTreeMap<Name, crate::model
                 missing[0]
             ),
             repairable: false,
+            repair: format!(
+                "{NOT_REPAIRED}creating a QoS or dropping it from a list changes what jobs may do; the site decides"
+            ),
         });
     };
     for (name, _, a) in c.accounts.iter_sorted() {
@@ -241,6 +358,7 @@ pub fn examine(state: &State, fallback: Option<&Name>) -> Vec<Finding> {
                 why: "it cannot run jobs anywhere; re-adding the name later silently reuses its old description and organization".into(),
                 fix: format!("delete the record (`sacctmgr -i delete account where name={name}`) or add it to a cluster"),
                 repairable: false,
+                repair: format!("{NOT_REPAIRED}deleting an account record is left to the site"),
             });
         }
     }
@@ -253,14 +371,18 @@ pub struct Repair {
     pub state: State,
     /// (cluster, user, old DefaultAccount, new DefaultAccount).
     pub moves: Vec<(Name, Name, Option<Name>, Name)>,
+    /// The DefaultQOS repairs made.
+    pub qos_repairs: Vec<QosRepair>,
 }
 
 /// `state` with every dangling / missing / not-associated DefaultAccount moved by the rule:
 /// `fallback` if the user is associated with it on that cluster, else the user's first
-/// remaining association by account name. Nothing else changes.
+/// remaining association by account name; and every DefaultQOS outside its list repaired by
+/// [`repair_default_qos`]. Nothing else changes.
 pub fn repair(state: &State, fallback: Option<&Name>) -> Repair {
     let mut out = state.clone();
     let mut moves = Vec::new();
+    let mut qos_repairs = Vec::new();
     for (cname, c) in &state.clusters {
         let index = c.user_index();
         let fixed = out.clusters.get_mut(cname).expect("same clusters");
@@ -274,8 +396,9 @@ pub fn repair(state: &State, fallback: Option<&Name>) -> Repair {
             fixed.defaults.insert(user.clone(), target.clone());
             moves.push((cname.clone(), user.clone(), cur.cloned(), target.clone()));
         }
+        qos_repairs.extend(repair_default_qos(cname, fixed).into_iter().filter(|r| r.action.is_some()));
     }
-    Repair { state: out, moves }
+    Repair { state: out, moves, qos_repairs }
 }
 
 /// Text report: one block per finding, then a summary line. Nothing when there are none.
@@ -285,6 +408,7 @@ pub fn text(findings: &[Finding], out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  object: {}", f.object)?;
         writeln!(out, "  why:    {}", f.why)?;
         writeln!(out, "  fix:    {}", f.fix)?;
+        writeln!(out, "  repair: {}", f.repair)?;
     }
     if !findings.is_empty() {
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();

@@ -638,3 +638,154 @@ fn an_existing_default_qos_violation_does_not_block_other_changes() {
         assocs(&site.cluster)
     );
 }
+
+/// A QoS is shared by the whole site: `qos: {name: {}}` declares it and manages nothing on
+/// it, so its Flags and GrpTRES stay; an attribute the file gives is managed alone.
+#[test]
+fn a_declared_qos_keeps_the_attributes_the_file_does_not_give() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("qosk");
+    if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_q_keep") {
+        seed(&["add", "qos", "e2e_q_keep"]);
+    }
+    // the same starting point on every run (a no-op modify exits 1: not checked)
+    sacctmgr(&[
+        "-i",
+        "modify",
+        "qos",
+        "where",
+        "name=e2e_q_keep",
+        "set",
+        "Flags=DenyOnLimit",
+        "GrpTRES=cpu=10",
+        "GrpSubmitJobs=-1",
+    ]);
+    let qos = || show(&["show", "qos", "where", "name=e2e_q_keep", "format=Name,Flags,GrpTRES,GrpSubmitJobs"]);
+    assert_eq!(qos(), vec!["e2e_q_keep|DenyOnLimit|cpu=10|".to_string()]);
+    let yaml = |attrs: &str| {
+        format!(
+            "version: 1\nmanaged:\n  prefixes: [qk_]\nqos:\n  normal: {{}}\n  e2e_q_keep: {attrs}\nclusters:\n  CLUSTER:\n    accounts:\n      qk_a:\n        qos: [normal, e2e_q_keep]\n        users: [kim]\n"
+        )
+    };
+    let r = site.converge(&yaml("{}"));
+    assert!(!r.stderr.contains("modify qos"), "{}", r.stderr);
+    assert_eq!(qos(), vec!["e2e_q_keep|DenyOnLimit|cpu=10|".to_string()]);
+    let r = site.converge(&yaml("{grp_submit_jobs: 4}"));
+    assert!(r.stderr.contains("modify qos where name=e2e_q_keep set GrpSubmitJobs=4\n"), "{}", r.stderr);
+    assert_eq!(qos(), vec!["e2e_q_keep|DenyOnLimit|cpu=10|4".to_string()]);
+}
+
+/// Run the steps of `slurmplan plan -d yaml --format json` one by one on the real slurmdbd,
+/// calling `check(argv)` after each.
+fn step_through(site: &Site, yaml: &str, mut check: impl FnMut(&[String])) -> usize {
+    let d = site.desired(yaml);
+    let plan = slurmplan(&["plan", "-d", dir_str(&d), "--format", "json"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let v: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    for s in steps {
+        let argv: Vec<String> = s["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let o = sacctmgr(&args);
+        assert!(
+            o.status.success(),
+            "step `{}` failed: {}{}",
+            argv.join(" "),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        check(&argv);
+    }
+    let again = slurmplan(&["plan", "-d", dir_str(&d), "--detailed-exitcode"]);
+    assert_eq!(again.code, 0, "{}", again.stdout);
+    steps.len()
+}
+
+/// New allocations never run uncapped: after every step of the plan that creates them, each
+/// account that has users already has its GrpTRESMins; creations stay one `add account`.
+#[test]
+fn new_accounts_have_their_limits_before_any_user() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("lim");
+    let yaml = "version: 1\nmanaged:\n  prefixes: [lim_]\nclusters:\n  CLUSTER:\n    accounts:\n      lim_a:\n        grp_tres_mins: {cpu: 1000}\n        users: [lu1, lu2]\n      lim_b:\n        grp_tres_mins: {cpu: 2000}\n        users: [lu1]\n";
+    let want = [("lim_a", "cpu=1000"), ("lim_b", "cpu=2000")];
+    let mut adds = 0;
+    let n = step_through(&site, yaml, |argv| {
+        adds += usize::from(argv[2] == "add" && argv[3] == "account");
+        let rows = assocs(&site.cluster);
+        for (acct, limit) in want {
+            let has_users = rows.iter().any(|r| r.starts_with(&format!("{acct}|")) && r.split('|').nth(1) != Some(""));
+            let capped =
+                rows.iter().any(|r| r.starts_with(&format!("{acct}|||root|")) && r.ends_with(&format!("|{limit}")));
+            assert!(!has_users || capped, "after `{}`, {acct} has users but no limit: {rows:#?}", argv.join(" "));
+        }
+    });
+    assert!(n >= 4, "{n} steps");
+    assert_eq!(adds, 1, "the creations were not batched");
+}
+
+/// Slurm 22.05 leaves a DefaultQOS outside the QoS list behind an account's QoS swap; `doctor`
+/// reports it, its repair plan applies on the real slurmdbd (the user's own DefaultQOS is
+/// cleared: it then inherits the account's, which is in the list; a user whose own list lacks
+/// the inherited default gets the first QoS of its list), and `doctor` then finds nothing on
+/// that cluster.
+#[test]
+fn doctor_repairs_default_qos_outside_the_list() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("docq");
+    let c = format!("cluster={}", site.cluster);
+    if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_dq_paused") {
+        seed(&["add", "qos", "e2e_dq_paused"]);
+    }
+    seed(&["add", "account", "rq_top", &c, "qos=normal,e2e_dq_paused", "defaultqos=normal"]);
+    seed(&["add", "user", "cory", "account=rq_top", &c, "defaultqos=normal"]);
+    let o = sacctmgr(&[
+        "-i",
+        "modify",
+        "account",
+        "where",
+        "name=rq_top",
+        &c,
+        "set",
+        "qos=e2e_dq_paused",
+        "defaultqos=e2e_dq_paused",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    if !assocs(&site.cluster).contains(&"rq_top|||root|e2e_dq_paused|e2e_dq_paused||".to_string()) {
+        assert!(
+            std::env::var("SLURMPLAN_TESTBED_VERSION").is_ok_and(|v| v != "22.05"),
+            "22.05 refused the swap: {out}"
+        );
+        eprintln!("skipped: this slurmdbd refuses to leave a DefaultQOS outside the QoS list: {out}");
+        return;
+    }
+    // a user whose own list lacks the DefaultQOS it inherits (22.05 accepts this too)
+    seed(&["add", "user", "dora", "account=rq_top", &c, "qos=normal"]);
+    let (code, found) = doctor_findings(&site.cluster);
+    assert_eq!(code, 2);
+    let cl = &site.cluster;
+    for object in [format!("user_association.{cl}.dora@rq_top"), format!("user_association.{cl}.cory@rq_top")] {
+        assert!(found.contains(&("default-qos-outside".to_string(), object.clone())), "{object}: {found:?}");
+    }
+    let repair = site.path("repair.json");
+    let r = slurmplan(&["doctor", "-o", dir_str(&repair)]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let shown = slurmplan(&["show", dir_str(&repair), "--color", "never"]);
+    for cmd in [
+        format!("modify user where name=cory account=rq_top cluster={cl} partition= set defaultqos=-1"),
+        format!("modify user where name=dora account=rq_top cluster={cl} partition= set defaultqos=normal"),
+    ] {
+        assert!(shown.stdout.contains(&cmd), "{cmd}:\n{}", shown.stdout);
+    }
+    let a = slurmplan(&["apply", dir_str(&repair)]);
+    assert_eq!(a.code, 0, "repair failed:\n{}\n{}", a.stdout, a.stderr);
+    assert!(a.stderr.contains("Verified"), "{}", a.stderr);
+    let (_, after) = doctor_findings(&site.cluster);
+    assert!(after.is_empty(), "findings left on {cl}: {after:?}");
+}

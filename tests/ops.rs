@@ -488,6 +488,41 @@ fn doctor_repair_plan_applies_in_the_model_and_fixes_every_dangling_default() {
     assert!(slurmplan::plan::file::read(&out).unwrap().is_empty());
 }
 
+/// The repair plan also repairs every DefaultQOS outside its list (own one cleared when the
+/// inherited one is valid, else the first QoS of the list); replayed on the rule model, only
+/// the findings that say why they are not repaired are left.
+#[test]
+fn doctor_repair_plan_repairs_default_qos_findings() {
+    let dir = root().join("tests/data/doctor/qos");
+    let (_, v) = doctor_json(&dir, &[]);
+    for f in v["findings"].as_array().unwrap() {
+        let repair = f["repair"].as_str().unwrap();
+        assert_eq!(f["repairable"].as_bool().unwrap(), !repair.starts_with("not in the repair plan: "), "{f}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("repair.json");
+    let r = slurmplan(&["doctor", "--state", s(&dir), "-o", s(&out)]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("2 DefaultQOS repair(s)"), "{}", r.stderr);
+    let plan = slurmplan::plan::file::read(&out).unwrap();
+    let argv: Vec<String> = plan.steps.iter().map(|s| s.argv[1..].join(" ")).collect();
+    assert!(
+        argv.contains(&"-i modify account where name=sub2 cluster=c1 set defaultqos=normal".to_string()),
+        "{argv:#?}"
+    );
+    assert!(
+        argv.contains(&"-i modify user where name=u2 account=sub1 cluster=c1 partition= set defaultqos=-1".to_string()),
+        "{argv:#?}"
+    );
+    let current = snapshot::load(&dir).unwrap();
+    let mut sim = Sim::new(current);
+    for step in &plan.steps {
+        sim.apply(&step.command).unwrap_or_else(|e| panic!("step {}: {e}", step.number));
+    }
+    let left: Vec<&str> = slurmplan::doctor::examine(&sim.state, None).iter().map(|f| f.code).collect();
+    assert_eq!(left, ["missing-qos", "missing-qos", "orphan-account"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // export
 // ---------------------------------------------------------------------------------------------

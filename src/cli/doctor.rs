@@ -1,6 +1,6 @@
 //! `slurmplan doctor`: find broken accounting without a desired file; with `-o FILE`, write a
 //! repair plan (the ordinary plan format, applied with `slurmplan apply FILE`) that moves every
-//! dangling DefaultAccount. Exit 0 without findings, 2 with findings, 1 on error.
+//! dangling DefaultAccount and repairs every DefaultQOS outside its QoS list. Exit 0 without findings, 2 with findings, 1 on error.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -64,16 +64,17 @@ pub fn run(g: &Global, a: DoctorArgs) -> Outcome {
         })?;
         write_atomic(out, &plan::file::to_json(&p))?;
         eprintln!(
-            "repair plan saved to {}: {} DefaultAccount move(s) in {} step(s); review with `slurmplan show {}`, apply with `slurmplan apply {}`",
+            "repair plan saved to {}: {} DefaultAccount move(s) and {} DefaultQOS repair(s) in {} step(s); review with `slurmplan show {}`, apply with `slurmplan apply {}`",
             out.display(),
             repaired.moves.len(),
+            repaired.qos_repairs.len(),
             p.steps.len(),
             out.display(),
             out.display()
         );
         let left = findings.iter().filter(|f| !f.repairable).count();
         if left > 0 {
-            eprintln!("{left} finding(s) are not repaired by the plan; see their `fix`");
+            eprintln!("{left} finding(s) are not repaired by the plan; see their `repair` and `fix`");
         }
     }
     let mut o = std::io::stdout().lock();

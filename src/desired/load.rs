@@ -10,7 +10,9 @@ use std::path::Path;
 use serde_saphyr::{MessageFormatter, UserMessageFormatter};
 
 use super::tree::{self, Node, SNode};
-use super::{Decl, DeclaredUser, DeclaredUsers, Desired, DesiredAccount, DesiredCluster, LineColumn, Locations, Scope};
+use super::{
+    Decl, DeclaredUser, DeclaredUsers, Desired, DesiredAccount, DesiredCluster, LineColumn, Locations, QosFields, Scope,
+};
 use crate::diag::{self, Diagnostic, Location};
 use crate::model::fingerprint::hash_bytes;
 use crate::model::names::{self, Name, NameKind};
@@ -449,6 +451,7 @@ impl<'a> Loader<'a> {
             scope: Scope::default(),
             protect: BTreeSet::new(),
             qos: BTreeMap::new(),
+            qos_managed: BTreeMap::new(),
             accounts: BTreeMap::new(),
             clusters: BTreeMap::new(),
             warnings: Vec::new(),
@@ -601,26 +604,39 @@ impl<'a> Loader<'a> {
             keys.insert(name.clone(), e.key);
             let what = format!("qos.{name}");
             let f = self.fields(e.value, &what, QOS_KEYS);
+            // Only the attributes given are managed (a QoS is shared by the whole site);
+            // `null` manages a scalar as unset.
             let mut q = Qos::default();
+            let mut managed = QosFields::default();
             if let Some(d) = f.get("description") {
                 q.description = self.text(d, &format!("{what}.description"));
             }
             if let Some(fl) = f.get("flags") {
+                managed.flags = true;
                 q.flags = self.flags(fl, &format!("{what}.flags"));
             }
             if let Some(t) = f.get("grp_tres_mins") {
+                managed.grp_tres_mins = true;
                 q.grp_tres_mins = self.tres(t, &format!("{what}.grp_tres_mins"));
             }
             if let Some(t) = f.get("grp_tres") {
+                managed.grp_tres = true;
                 q.grp_tres = self.tres(t, &format!("{what}.grp_tres"));
             }
             if let Some(n) = f.get("grp_submit_jobs") {
-                q.grp_submit_jobs = self.count(n, &format!("{what}.grp_submit_jobs"));
+                managed.grp_submit_jobs = true;
+                if !matches!(n.value, Node::Null) {
+                    q.grp_submit_jobs = self.count(n, &format!("{what}.grp_submit_jobs"));
+                }
             }
             if let Some(n) = f.get("max_wall") {
-                q.max_wall = self.duration(n, &format!("{what}.max_wall"));
+                managed.max_wall = true;
+                if !matches!(n.value, Node::Null) {
+                    q.max_wall = self.duration(n, &format!("{what}.max_wall"));
+                }
             }
             desired.locations.insert(Decl::Qos(name.clone()), self.pos(e.key));
+            desired.qos_managed.insert(name.clone(), managed);
             desired.qos.insert(name, q);
         }
     }

@@ -38,8 +38,12 @@ pub struct Desired {
     pub scope: Scope,
     /// Accounts never deleted.
     pub protect: BTreeSet<Name>,
-    /// QoS objects (global).
+    /// QoS objects (global). Only the attributes in `qos_managed` are managed.
     pub qos: BTreeMap<Name, Qos>,
+    /// Which attributes of each declared QoS the file gives (a QoS is shared by the whole site:
+    /// an attribute absent from the file keeps its current value). The description is managed
+    /// when `Some` in `qos`.
+    pub qos_managed: BTreeMap<Name, QosFields>,
     /// Account records (description, organization), merged over clusters.
     pub accounts: BTreeMap<Name, AccountRecord>,
     pub clusters: BTreeMap<Name, DesiredCluster>,
@@ -210,6 +214,42 @@ fn account_runs(users: &[DeclaredUser]) -> Vec<(usize, usize)> {
 pub struct DesiredAccount {
     pub parent: Name,
     pub assoc: Assoc,
+}
+
+/// The QoS attributes a desired file gives for one QoS (given = managed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QosFields {
+    pub flags: bool,
+    pub grp_tres_mins: bool,
+    pub grp_tres: bool,
+    pub grp_submit_jobs: bool,
+    pub max_wall: bool,
+}
+
+impl QosFields {
+    /// `want`'s managed attributes over `current` (or over an empty QoS for a new one).
+    pub fn over(&self, want: &Qos, current: Option<&Qos>) -> Qos {
+        let mut q = current.cloned().unwrap_or_default();
+        if self.flags {
+            q.flags = want.flags.clone();
+        }
+        if self.grp_tres_mins {
+            q.grp_tres_mins = want.grp_tres_mins.clone();
+        }
+        if self.grp_tres {
+            q.grp_tres = want.grp_tres.clone();
+        }
+        if self.grp_submit_jobs {
+            q.grp_submit_jobs = want.grp_submit_jobs;
+        }
+        if self.max_wall {
+            q.max_wall = want.max_wall;
+        }
+        if want.description.is_some() {
+            q.description = want.description.clone();
+        }
+        q
+    }
 }
 
 /// The managed scope: what slurmplan may create, change and delete.

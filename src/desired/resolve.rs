@@ -70,13 +70,11 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
     let mut managed_all = BTreeMap::new();
     let mut after: Vec<sim::SimError> = Vec::new();
 
-    // QoS: declared ones replace current (unmanaged fields kept); managed undeclared ones go.
+    // QoS: the attributes a declared QoS gives replace the current ones (the others are not
+    // managed: a QoS is shared by the whole site); managed undeclared ones go.
     for (name, q) in &d.qos {
-        let mut q = q.clone();
-        if q.description.is_none() {
-            q.description = current.qos.get(name).and_then(|c| c.description.clone());
-        }
-        state.qos.insert(name.clone(), q);
+        let fields = d.qos_managed.get(name).copied().unwrap_or_default();
+        state.qos.insert(name.clone(), fields.over(q, current.qos.get(name)));
     }
     let doomed_qos: Vec<Name> =
         current.qos.keys().filter(|n| !d.qos.contains_key(*n) && d.scope.manages_qos(n)).cloned().collect();
@@ -364,6 +362,32 @@ fn uses(a: &Assoc, q: &Name) -> bool {
 #[cfg(test)]
 mod tests {
     use crate::sacctmgr::parse::{RawReads, Source, parse_state};
+
+    /// A declared QoS manages only the attributes the file gives: `normal: {}` keeps its
+    /// flags and limits; `null` manages a scalar as unset.
+    #[test]
+    fn a_declared_qos_manages_only_what_the_file_gives() {
+        let raw = RawReads {
+            clusters: Source::new("clusters.txt", "c1\n"),
+            assocs: Source::new("assocs.txt", row("root", "", "", "", "")),
+            defaults: Source::new("defaults.txt", ""),
+            accounts_descr: Source::new("accounts-descr.txt", "root|r\n"),
+            accounts_org: Source::new("accounts-org.txt", "root|r\n"),
+            qos: Source::new("qos.txt", "normal|DenyOnLimit||cpu=10|5|01:00:00|Normal QOS\n"),
+        };
+        let current = parse_state(&raw).unwrap();
+        let resolved = |qos: &str| {
+            let text = format!("version: 1\nmanaged:\n  prefixes: [hpc_]\nqos:\n  normal: {qos}\n");
+            let desired = crate::desired::load_str(std::path::Path::new("d.yaml"), &text).unwrap();
+            super::resolve(&desired, &current).unwrap_or_else(|e| panic!("{e:?}")).state.qos
+        };
+        assert_eq!(resolved("{}"), current.qos);
+        let q = &resolved("{grp_submit_jobs: null, flags: []}")
+            [&crate::model::Name::strict("normal", crate::model::NameKind::Qos).unwrap()];
+        let cur = current.qos.values().next().unwrap();
+        assert_eq!((q.grp_submit_jobs, q.flags.len()), (None, 0));
+        assert_eq!((&q.grp_tres, q.max_wall, &q.description), (&cur.grp_tres, cur.max_wall, &cur.description));
+    }
 
     /// 18 association cells: cluster, account, user, parent, QOS list, DefaultQOS.
     fn row(account: &str, user: &str, parent: &str, qos: &str, default_qos: &str) -> String {

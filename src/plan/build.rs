@@ -213,7 +213,10 @@ pub fn build_steps_and_lints(
     // and deletes of leaves, re-parents, the remaining deletes, and only then QoS swaps and
     // limits, so associations on their way out never block a swap or a move.
     for (cname, d) in &desired.clusters {
-        account_creates(&mut b, cname, d, desired)?;
+        let created = account_creates(&mut b, cname, d, desired)?;
+        // An account never has users before its limits hold: the TRES and wall limits of new
+        // accounts come right after their creation, before any user is added.
+        account_limits(&mut b, cname, d, &created, Phase::AccountCreate)?;
     }
     for (cname, d) in &desired.clusters {
         user_adds(&mut b, cname, d)?;
@@ -268,7 +271,13 @@ fn without_qos(a: &Assoc) -> Assoc {
     AssocData { limits: a.limits.clone(), qos: QosList::Inherit, default_qos: None }.into()
 }
 
-fn account_creates(b: &mut Builder<'_>, cname: &Name, d: &ClusterState, desired: &State) -> Result<(), PlanError> {
+/// Creates the missing accounts; returns their names.
+fn account_creates(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    d: &ClusterState,
+    desired: &State,
+) -> Result<BTreeSet<Name>, PlanError> {
     // parents first: by depth in the desired tree, then grouped by (parent, record, settings).
     let touched = b.touched(cname);
     let mut missing: Vec<(usize, &Name)> = touched
@@ -278,6 +287,7 @@ fn account_creates(b: &mut Builder<'_>, cname: &Name, d: &ClusterState, desired:
         .map(|n| (d.accounts.depth(n.as_str()), n))
         .collect();
     missing.sort();
+    let created: BTreeSet<Name> = missing.iter().map(|(_, n)| (*n).clone()).collect();
     let mut by_depth: BTreeMap<usize, Vec<&Name>> = BTreeMap::new();
     for (depth, n) in missing {
         by_depth.entry(depth).or_default().push(n);
@@ -298,8 +308,8 @@ fn account_creates(b: &mut Builder<'_>, cname: &Name, d: &ClusterState, desired:
             };
             let mut assoc = if ok { want.clone() } else { without_qos(want) };
             // What gates jobs (QoS, GrpSubmitJobs, GrpJobs, Fairshare) is set at creation; TRES and
-            // wall limits, usually different per allocation, are set by the limits phase, batched
-            // by identical values, so creations batch per parent (docs/planning.md).
+            // wall limits, usually different per allocation, follow right after the creations,
+            // batched by identical values, so creations batch per parent (docs/planning.md).
             assoc.limits = creation_limits(&assoc.limits);
             let record = crate::diff::new_record(desired.accounts.get(n), b.sim.state.accounts.get(n));
             let key = (parent.clone(), serde_json::to_string(&(&record, &assoc)).unwrap_or_default());
@@ -316,7 +326,7 @@ fn account_creates(b: &mut Builder<'_>, cname: &Name, d: &ClusterState, desired:
             )?;
         }
     }
-    Ok(())
+    Ok(created)
 }
 
 fn reparents(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
@@ -868,10 +878,17 @@ fn account_records(b: &mut Builder<'_>, desired: &State) -> Result<(), PlanError
     Ok(())
 }
 
-fn limits(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
-    let touched = b.touched(cname);
+/// Limit changes of `accounts` (those still differing from the desired state), batched per
+/// identical change.
+fn account_limits(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    d: &ClusterState,
+    accounts: &BTreeSet<Name>,
+    phase: Phase,
+) -> Result<(), PlanError> {
     let mut acct_groups: BTreeMap<String, (AssocSet, Vec<Name>)> = BTreeMap::new();
-    for n in &touched.accounts {
+    for n in accounts {
         let Some(want) = d.accounts.get(n.as_str()).map(|x| &x.assoc) else { continue };
         let Some(have) = b.cluster(cname).accounts.get(n.as_str()) else { continue };
         let set = AssocSet::limits_between(&have.assoc.limits, &want.limits);
@@ -883,8 +900,14 @@ fn limits(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), Pla
     }
     for (_, (set, names)) in acct_groups {
         let objects = names.iter().map(|n| acct_addr(cname, n)).collect();
-        b.emit(Phase::Limits, Command::ModifyAccount { cluster: cname.clone(), names, set }, objects, None)?;
+        b.emit(phase, Command::ModifyAccount { cluster: cname.clone(), names, set }, objects, None)?;
     }
+    Ok(())
+}
+
+fn limits(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let touched = b.touched(cname);
+    account_limits(b, cname, d, &touched.accounts, Phase::Limits)?;
     let mut user_groups: UserBatches<AssocSet> = BTreeMap::new();
     for k in &touched.users {
         let Some(want) = d.users.get(k) else { continue };
