@@ -9,7 +9,8 @@
 #![recursion_limit = "256"]
 
 use std::collections::BTreeMap;
-use std::io::Cursor;
+use std::io::{Cursor, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -279,11 +280,15 @@ fn site() -> World {
 }
 
 fn config(dir: &Path, port: u16, token: &str) -> PathBuf {
+    config_at(dir, &format!("http://127.0.0.1:{port}/api/"), token)
+}
+
+fn config_at(dir: &Path, url: &str, token: &str) -> PathBuf {
     let path = dir.join("waldur-site-agent-config.yaml");
     std::fs::write(
         &path,
         format!(
-            "timezone: UTC\nofferings:\n  - name: Rocket HPC\n    waldur_api_url: http://127.0.0.1:{port}/api/\n    waldur_api_token: {token}\n    waldur_offering_uuid: {OFFERING}\n    backend_type: slurm\n    order_processing_backend: slurm\n    membership_sync_backend: slurm\n    backend_settings:\n      default_account: hpc_default\n      root_account: hpc_customers\n      customer_prefix: hpc_c_\n      project_prefix: hpc_p_\n      allocation_prefix: hpc_a_\n      cluster_name: rocket\n      qos_default: normal\n      qos_paused: paused\n    backend_components:\n      cpu: {{measured_unit: k-Hours, accounting_type: limit, unit_factor: 60000}}\n      gres/gpu: {{measured_unit: Hours, accounting_type: limit, unit_factor: 60}}\n"
+            "timezone: UTC\nofferings:\n  - name: Rocket HPC\n    waldur_api_url: {url}\n    waldur_api_token: {token}\n    waldur_offering_uuid: {OFFERING}\n    backend_type: slurm\n    order_processing_backend: slurm\n    membership_sync_backend: slurm\n    backend_settings:\n      default_account: hpc_default\n      root_account: hpc_customers\n      customer_prefix: hpc_c_\n      project_prefix: hpc_p_\n      allocation_prefix: hpc_a_\n      cluster_name: rocket\n      qos_default: normal\n      qos_paused: paused\n    backend_components:\n      cpu: {{measured_unit: k-Hours, accounting_type: limit, unit_factor: 60000}}\n      gres/gpu: {{measured_unit: Hours, accounting_type: limit, unit_factor: 60}}\n"
         ),
     )
     .unwrap();
@@ -549,4 +554,165 @@ fn usage_errors() {
     assert_eq!(r.code, 64, "{}", r.stderr);
     let r = slurmplan(&["waldur", "fetch", "--config", "c.yaml", "--out", "e", "--page-size", "301"]);
     assert_eq!(r.code, 64, "{}", r.stderr);
+}
+
+/// A TLS terminator in front of the local Waldur (as a reverse proxy is in front of a real one):
+/// accepts TLS with `tests/data/waldur-tls/server.pem` on its own port and passes the decrypted
+/// bytes both ways to `plain_port`. Returns its port.
+fn tls_front(plain_port: u16) -> u16 {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let dir = root().join("tests/data/waldur-tls");
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(dir.join("server.pem")).unwrap().collect::<Result<_, _>>().unwrap();
+    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let _ = pipe(client, plain_port, config);
+            });
+        }
+    });
+    port
+}
+
+fn pipe(mut client: TcpStream, plain_port: u16, config: Arc<rustls::ServerConfig>) -> std::io::Result<()> {
+    use std::io::ErrorKind::WouldBlock;
+    let mut tls = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
+    let mut upstream = TcpStream::connect(("127.0.0.1", plain_port))?;
+    client.set_nonblocking(true)?;
+    upstream.set_nonblocking(true)?;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let mut idle = true;
+        match tls.read_tls(&mut client) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                idle = false;
+                tls.process_new_packets().map_err(std::io::Error::other)?;
+            }
+            Err(e) if e.kind() == WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        loop {
+            match tls.reader().read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    idle = false;
+                    upstream.set_nonblocking(false)?;
+                    upstream.write_all(&buf[..n])?;
+                    upstream.set_nonblocking(true)?;
+                }
+                Err(e) if e.kind() == WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        match upstream.read(&mut buf) {
+            Ok(0) => {
+                tls.send_close_notify();
+                client.set_nonblocking(false)?;
+                while tls.wants_write() {
+                    tls.write_tls(&mut client)?;
+                }
+                return Ok(());
+            }
+            Ok(n) => {
+                idle = false;
+                tls.writer().write_all(&buf[..n])?;
+            }
+            Err(e) if e.kind() == WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        if tls.wants_write() {
+            idle = false;
+            client.set_nonblocking(false)?;
+            while tls.wants_write() {
+                tls.write_tls(&mut client)?;
+            }
+            client.set_nonblocking(true)?;
+        }
+        if idle {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+#[test]
+fn tls_is_verified_and_ca_cert_names_the_private_ca() {
+    let (server, tmp, _) = setup(site());
+    let port = tls_front(server.port);
+    let cfg = config_at(tmp.path(), &format!("https://127.0.0.1:{port}/api/"), TOKEN);
+    let out = tmp.path().join("export");
+    let tls = root().join("tests/data/waldur-tls");
+    let fetch = |extra: &[&str]| {
+        let mut args = vec!["waldur", "fetch", "--config", s(&cfg), "--out", s(&out)];
+        args.extend_from_slice(extra);
+        run(tmp.path(), &args)
+    };
+    // the built-in roots do not know the private CA; nor does another CA
+    for extra in [vec![], vec!["--ca-cert", s(&tls.join("other-ca.pem"))]] {
+        let r = fetch(&extra);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(r.stderr.contains("TLS failed"), "{}", r.stderr);
+        assert!(r.stderr.contains("--ca-cert FILE"), "{}", r.stderr);
+        assert!(!r.stderr.contains("waldur-retry"), "a certificate problem is not retried:\n{}", r.stderr);
+        assert!(!out.exists());
+    }
+    assert!(server.requests().is_empty(), "no request passed an unverified connection");
+    let r = fetch(&["--ca-cert", s(&tls.join("README.md"))]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("holds no certificate"), "{}", r.stderr);
+    let r = fetch(&["--ca-cert", s(&tls.join("ca.pem"))]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(names(&out).len(), 7, "one page each at the default page size: {:?}", names(&out));
+}
+
+#[test]
+fn a_connection_cut_short_times_out_and_is_retried() {
+    // Content-Length promises more than arrives and the connection stays open: only the
+    // per-request timeout ends the wait.
+    let server = Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    let served = Arc::new(Mutex::new(0usize));
+    let count = served.clone();
+    std::thread::spawn(move || {
+        for req in server.incoming_requests() {
+            *count.lock().unwrap() += 1;
+            let body = b"[{\"uuid\": \"0000".to_vec();
+            let resp = Response::new(
+                StatusCode(200),
+                vec![header("Content-Type", "application/json")],
+                Cursor::new(body),
+                Some(4096),
+                None,
+            );
+            let _ = req.respond(resp);
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("tmp")).unwrap();
+    let cfg = config(tmp.path(), port, TOKEN);
+    let out = tmp.path().join("export");
+    let started = std::time::Instant::now();
+    let r = run(
+        tmp.path(),
+        &["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--http-timeout", "1", "--retries", "1"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("failed 2 time(s)"), "{}", r.stderr);
+    assert!(r.stderr.contains("warning[waldur-retry]"), "{}", r.stderr);
+    assert_eq!(*served.lock().unwrap(), 2);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "the timeout did not end the wait");
+    assert!(!out.exists());
 }

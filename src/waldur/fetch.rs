@@ -552,9 +552,18 @@ fn shown(n: Option<u64>) -> String {
 }
 
 /// A transport error: retried unless it is about TLS or the URL (those need a fix, not a wait).
+/// rustls's refusals (an unknown issuer, a wrong name) arrive as I/O errors of kind InvalidData.
 fn transport(url: &str, e: ureq::Error, token: &Token) -> Failed {
     let text = token.scrub(&e.to_string());
+    let tls_io = matches!(&e, ureq::Error::Io(io) if io.kind() == io::ErrorKind::InvalidData);
     match e {
+        _ if tls_io => Failed::Fatal(
+            FetchError::new(
+                format!("GET {url}: TLS failed"),
+                "for a private CA pass --ca-cert FILE (PEM); the certificate is always verified",
+            )
+            .cause(text),
+        ),
         ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) => Failed::Fatal(
             FetchError::new(
                 format!("GET {url}: TLS failed"),
