@@ -316,7 +316,18 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 /// Run slurmplan; the token must appear in neither stream nor any file under `tmp`, the
 /// config excepted.
 fn run(tmp: &Path, args: &[&str]) -> Run {
-    let r = slurmplan_env(args, &[("TMPDIR", &tmp.join("tmp"))]);
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_slurmplan"));
+    c.args(args).env("TMPDIR", tmp.join("tmp")).stdin(std::process::Stdio::null());
+    // The local server is reached directly, whatever proxy the machine has.
+    for v in ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
+        c.env_remove(v);
+    }
+    let o = c.output().unwrap();
+    let r = Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    };
     assert!(!r.stdout.contains(TOKEN) && !r.stderr.contains(TOKEN), "token leaked:\n{}\n{}", r.stdout, r.stderr);
     for (name, bytes) in files(tmp) {
         if !name.ends_with("waldur-site-agent-config.yaml") {
