@@ -118,6 +118,13 @@ pub fn load_access(path: &Path, text: &str, index: usize) -> Result<Access, Fetc
     let api = api_root(url).map_err(|why| {
         FetchError::new(format!("`{file}`: `{base}.waldur_api_url` `{url}` {why}"), "use `https://HOST/api/`")
     })?;
+    if let Some(Value::Number(n)) = off.get("waldur_offering_uuid") {
+        // All digits (or digits with one `e`) is a number to YAML, and leading zeros are gone.
+        return Err(FetchError::new(
+            format!("`{file}`: `{base}.waldur_offering_uuid` is the number {n} to YAML, not a UUID"),
+            "put the UUID in quotes: `waldur_offering_uuid: \"...\"`",
+        ));
+    }
     let offering_uuid = string("waldur_offering_uuid").ok_or_else(|| {
         FetchError::new(
             format!("`{file}`: `{base}.waldur_offering_uuid` is missing"),
@@ -802,5 +809,9 @@ mod tests {
         assert!(e.message.contains("`offerings[0].waldur_api_token` is missing or empty"), "{e:?}");
         let bad_uuid = text.replace("0123456789abcdef0123456789abcdef", "../../etc");
         assert!(load_access(Path::new("c.yaml"), &bad_uuid, 0).unwrap_err().message.contains("is not a UUID"));
+        let digits = text.replace("0123456789abcdef0123456789abcdef", "00000000000000000000000000000001");
+        let e = load_access(Path::new("c.yaml"), &digits, 0).unwrap_err();
+        assert!(e.message.contains("waldur_offering_uuid` is the number"), "{e:?}");
+        assert!(e.hint.contains("quotes"), "{e:?}");
     }
 }
