@@ -261,7 +261,19 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
         }
         (None, None, _) => unreachable!("clap requires --export or --from-api"),
     };
+    // Messages name the fetched pages, not a temporary directory that is gone when they are read.
+    let relabel = |diags: &mut [slurmplan::diag::Diagnostic]| {
+        if _temp.is_none() {
+            return;
+        }
+        for loc in diags.iter_mut().filter_map(|d| d.location.as_mut()) {
+            if let Ok(rel) = loc.file.strip_prefix(&dir) {
+                loc.file = Path::new("(fetched)").join(rel);
+            }
+        }
+    };
     let export = waldur::load_export(&dir).map_err(|mut d| {
+        relabel(&mut d);
         let f = failed(&mut d, |n| format!("{source} has {n} error(s); nothing was written"));
         if a.from_api && a.keep_export.is_none() {
             f.hint("pass --keep-export DIR to keep the fetched pages for inspection")
@@ -271,10 +283,12 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
     })?;
     let built = waldur::build(&settings, &export, &BuildOptions { cluster }).map_err(|mut d| {
         warnings.append(&mut d);
+        relabel(&mut warnings);
         print_diags(&mut warnings);
         Failure::new("cannot build the desired state; nothing was written")
     })?;
     warnings.extend(built.warnings.iter().cloned());
+    relabel(&mut warnings);
     print_diags(&mut warnings);
     if built.live == 0 && !a.allow_empty {
         return Err(Failure::new(format!(
