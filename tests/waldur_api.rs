@@ -496,11 +496,17 @@ fn a_401_names_the_status_and_the_api_detail() {
 fn a_500_then_success_is_retried() {
     let (server, tmp, cfg) = setup(site());
     server.world.lock().unwrap().faults.push(("page=2&".into(), Fault::Status500 { times: 1 }));
+    server.world.lock().unwrap().faults.push((format!("{}/team/", uuid(3)), Fault::Status500 { times: 1 }));
     let out = tmp.path().join("export");
     let r = run(tmp.path(), &["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--page-size", "2"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("warning[waldur-retry]: GET http://127.0.0.1:"), "{}", r.stderr);
     assert!(r.stderr.contains("HTTP 500: <h1>Server Error (500)</h1>; try 2 of 4 in 1 s"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("{}/team/?page=1&page_size=2: HTTP 500", uuid(3))),
+        "a team's retry is reported too:\n{}",
+        r.stderr
+    );
     assert_eq!(names(&out).len(), 10, "{:?}", names(&out));
     let log = server.requests();
     assert_eq!(

@@ -321,7 +321,12 @@ pub fn fetch(
             &format!("marketplace-provider-resources/{uuid}/team/?"),
             dir,
             &format!("team-{uuid}"),
-            &mut |_| {},
+            // a team's pages are not worth a line each; its retries are
+            &mut |p| {
+                if matches!(p, Progress::Retry { .. }) {
+                    progress(p)
+                }
+            },
         )?;
         c.summary.members += team.len();
     }
