@@ -70,7 +70,7 @@ pub enum Cmd {
     Completions(super::graph::CompletionsArgs),
     /// Print the man page (roff) generated from this command line
     Man(super::graph::ManArgs),
-    /// Waldur integration: build a desired state from Waldur exports and the site agent's config
+    /// Waldur integration: fetch from the Waldur API, build a desired state with the site agent's config
     #[command(subcommand)]
     Waldur(super::waldur::WaldurCmd),
 }

@@ -1,19 +1,29 @@
-//! `slurmplan waldur build`: agent config + Waldur export -> desired YAML. Reads the two inputs,
-//! calls `slurmplan::waldur`, prints warnings to stderr, and writes the output atomically (nothing
-//! is written on error). The config's API token never reaches this module: the library drops it.
+//! `slurmplan waldur build` (agent config + Waldur export -> desired YAML) and `slurmplan waldur
+//! fetch` (the export straight from the Waldur API). Reads the inputs, calls `slurmplan::waldur`,
+//! draws progress and prints warnings on stderr, and writes atomically: the desired file through
+//! a temp file + rename, an export directory by swapping a finished sibling into place, so a
+//! failed run leaves the previous output as it was. The API token stays inside
+//! `waldur::fetch::Token`; nothing here can print it.
 
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use slurmplan::waldur::{self, BuildOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+use slurmplan::waldur::fetch::{self, Access, FetchError, Progress, Summary};
+use slurmplan::waldur::{self, BuildOptions, Settings};
 
 use super::commands::{failed, print_diags, write_atomic};
 use super::{EXIT_OK, Failure, Outcome};
 
 #[derive(Subcommand, Debug)]
 pub enum WaldurCmd {
-    /// Build a desired-state file from a Waldur export and the site agent's config
+    /// Build a desired-state file from a Waldur export (or the API) and the site agent's config
     Build(BuildArgs),
+    /// Fetch the offering's resources, their teams and the offering users from the Waldur API
+    /// into an export directory (replaced as a whole, only when the fetch succeeded)
+    Fetch(FetchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -25,19 +35,199 @@ pub struct BuildArgs {
     #[arg(long, value_name = "NAME")]
     pub offering: Option<String>,
     /// Directory of Waldur API responses (resources*.json, team-<uuid>*.json, offering-users*.json)
-    #[arg(long, value_name = "DIR")]
-    pub export: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "from_api", conflicts_with = "from_api")]
+    pub export: Option<PathBuf>,
+    /// Fetch the export from the Waldur API (URL, offering and token from --config) instead of --export
+    #[arg(long)]
+    pub from_api: bool,
+    /// With --from-api: keep the fetched pages in DIR for audit (replaced as a whole)
+    #[arg(long, value_name = "DIR", conflicts_with = "export")]
+    pub keep_export: Option<PathBuf>,
     /// Desired-state YAML to write
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
     /// Accept an export with no live resource (the plan's mass-delete guard still applies)
     #[arg(long)]
     pub allow_empty: bool,
+    #[command(flatten)]
+    pub api: ApiArgs,
+    /// Print only warnings and errors (no progress, no summary): for cron
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FetchArgs {
+    /// The site's waldur-site-agent-config.yaml (waldur_api_url, waldur_api_token, waldur_offering_uuid)
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Offering name (required when the config has several SLURM offerings)
+    #[arg(long, value_name = "NAME")]
+    pub offering: Option<String>,
+    /// Export directory to write (created, or replaced as a whole when the fetch succeeded)
+    #[arg(long, short, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub api: ApiArgs,
+    /// Print only warnings and errors (no progress, no summary): for cron
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// How to reach the Waldur API (`waldur fetch`, `waldur build --from-api`).
+#[derive(Args, Debug)]
+pub struct ApiArgs {
+    /// PEM file of the CA that signed the Waldur server's certificate (trusted instead of the built-in roots)
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+    /// Seconds one API request may take before it is abandoned (and retried)
+    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_timeout: u64,
+    /// Extra tries of a request that failed with 5xx/408/429, a timeout or a broken connection
+    /// (waiting 1 s, 2 s, 4 s, ...)
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub retries: u32,
+    /// Items per page of the API's lists (Waldur allows up to 300)
+    #[arg(long, default_value_t = 100, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=300))]
+    pub page_size: u32,
+}
+
+impl ApiArgs {
+    fn options(&self) -> fetch::Options {
+        fetch::Options {
+            timeout: Duration::from_secs(self.http_timeout),
+            attempts: self.retries.saturating_add(1),
+            backoff: Duration::from_secs(1),
+            page_size: self.page_size,
+            ca_cert: self.ca_cert.clone(),
+        }
+    }
 }
 
 pub fn run(g: &super::args::Global, cmd: WaldurCmd) -> Outcome {
     match cmd {
         WaldurCmd::Build(a) => build(g, a),
+        WaldurCmd::Fetch(a) => fetch_cmd(a),
+    }
+}
+
+fn fetch_failure(e: FetchError) -> Failure {
+    let mut f = Failure::new(e.message).hint(e.hint);
+    f.causes = e.causes;
+    f
+}
+
+/// The chosen offering's settings (warnings printed) and, with `api`, how to reach its API.
+fn load(config: &Path, offering: Option<&str>, api: bool) -> Result<(Settings, Option<Access>), Failure> {
+    let text = std::fs::read_to_string(config)
+        .map_err(|e| Failure::new(format!("cannot read `{}`", config.display())).cause(e.to_string()))?;
+    let loaded = waldur::load_config(config, &text, offering);
+    let (settings, mut warnings) = loaded.map_err(|mut d| {
+        failed(&mut d, |n| format!("`{}` has {n} configuration error(s); nothing was written", config.display()))
+    })?;
+    print_diags(&mut warnings);
+    let access =
+        if api { Some(fetch::load_access(config, &text, settings.index).map_err(fetch_failure)?) } else { None };
+    drop(text);
+    if let Some(a) = &access
+        && a.verify_ssl_off
+    {
+        eprintln!(
+            "warning[waldur-verify-ssl]: `{}` sets `verify_ssl: false`; slurmplan verifies the certificate anyway\n  hint: for a private CA pass --ca-cert FILE",
+            config.display()
+        );
+    }
+    Ok((settings, access))
+}
+
+/// Fetch into `dir` (existing and empty), drawing progress on a terminal.
+fn fetch_into(access: &Access, api: &ApiArgs, dir: &Path, quiet: bool) -> Result<Summary, Failure> {
+    let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let b = ProgressBar::new_spinner();
+        b.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed} {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        b.enable_steady_tick(Duration::from_millis(120));
+        b.set_message(format!("GET {}", access.api));
+        b
+    });
+    let mut report = |p: Progress<'_>| match p {
+        Progress::Page { list, page, received, total } => {
+            if let Some(b) = &bar {
+                let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+                b.set_message(format!("{list}: page {page}, {received}{of} received"));
+            }
+        }
+        Progress::Teams { done, total } => {
+            if let Some(b) = &bar {
+                b.set_message(format!("teams: {done} of {total} resources"));
+            }
+        }
+        Progress::Retry { url, reason, attempt, attempts, wait } => {
+            if !quiet {
+                let line = format!(
+                    "warning[waldur-retry]: GET {url}: {reason}; try {} of {attempts} in {} s",
+                    attempt + 1,
+                    wait.as_secs_f64()
+                );
+                match &bar {
+                    Some(b) => b.suspend(|| eprintln!("{line}")),
+                    None => eprintln!("{line}"),
+                }
+            }
+        }
+    };
+    let result = fetch::fetch(access, &api.options(), dir, &mut report);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let s = result.map_err(fetch_failure)?;
+    if !quiet {
+        eprintln!(
+            "fetched {} resource(s) in {} page(s), {} team(s) with {} member(s), {} offering user(s) from {} ({} request(s), {} bytes)",
+            s.resources, s.resource_pages, s.teams, s.members, s.offering_users, access.api, s.requests, s.bytes
+        );
+    }
+    Ok(s)
+}
+
+/// Fetch into a sibling of `target`, check that it loads, then swap it into place. On any error
+/// `target` is left as it was.
+fn fetch_replacing(access: &Access, api: &ApiArgs, target: &Path, quiet: bool) -> Result<(), Failure> {
+    let kept = format!("`{}` was left as it was", target.display());
+    let staged = fetch::staging_dir(target).map_err(fetch_failure)?;
+    if let Err(f) = fetch_into(access, api, &staged, quiet) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(f.cause(kept));
+    }
+    if let Err(mut d) = waldur::load_export(&staged) {
+        return Err(failed(&mut d, |n| format!("the fetched export has {n} error(s); {kept}"))
+            .hint(format!("the fetched pages are in `{}` for inspection; remove it afterwards", staged.display())));
+    }
+    fetch::replace_dir(&staged, target).map_err(fetch_failure)
+}
+
+fn fetch_cmd(a: FetchArgs) -> Outcome {
+    let (_, access) = load(&a.config, a.offering.as_deref(), true)?;
+    let Some(access) = access else { unreachable!("load() returns the access when asked") };
+    fetch_replacing(&access, &a.api, &a.out, a.quiet)?;
+    if !a.quiet {
+        eprintln!(
+            "wrote {}; build with: slurmplan waldur build --config {} --export {} -o desired.yaml",
+            a.out.display(),
+            a.config.display(),
+            a.out.display()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+/// A private temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -49,28 +239,60 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
             return Err(Failure::new("`waldur build` writes one cluster: give --cluster once").code(super::EXIT_USAGE));
         }
     };
-    let text = std::fs::read_to_string(&a.config)
-        .map_err(|e| Failure::new(format!("cannot read `{}`", a.config.display())).cause(e.to_string()))?;
-    let loaded = waldur::load_config(&a.config, &text, a.offering.as_deref());
-    drop(text);
-    let (settings, mut warnings) = loaded.map_err(|mut d| {
-        failed(&mut d, |n| format!("`{}` has {n} configuration error(s); nothing was written", a.config.display()))
-    })?;
-    let export = waldur::load_export(&a.export).map_err(|mut d| {
-        print_diags(&mut warnings);
-        failed(&mut d, |n| format!("the export in `{}` has {n} error(s); nothing was written", a.export.display()))
+    let (settings, access) = load(&a.config, a.offering.as_deref(), a.from_api)?;
+    let mut warnings = Vec::new();
+    // Where the export is read from, and what messages call it.
+    let mut _temp = None;
+    let (dir, source) = match (&a.export, &access, &a.keep_export) {
+        (Some(dir), _, _) => (dir.clone(), format!("the export in `{}`", dir.display())),
+        (None, Some(access), Some(keep)) => {
+            fetch_replacing(access, &a.api, keep, a.quiet)?;
+            (keep.clone(), format!("the export fetched into `{}`", keep.display()))
+        }
+        (None, Some(access), None) => {
+            let dir = std::env::temp_dir().join(format!("slurmplan-waldur-export-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            fetch::create_private_dir(&dir)
+                .map_err(|e| Failure::new(format!("cannot create `{}`", dir.display())).cause(e.to_string()))?;
+            let temp = TempDir(dir.clone());
+            fetch_into(access, &a.api, &dir, a.quiet)?;
+            _temp = Some(temp);
+            (dir, format!("the export fetched from `{}`", access.api))
+        }
+        (None, None, _) => unreachable!("clap requires --export or --from-api"),
+    };
+    // Messages name the fetched pages, not a temporary directory that is gone when they are read.
+    let relabel = |diags: &mut [slurmplan::diag::Diagnostic]| {
+        if _temp.is_none() {
+            return;
+        }
+        for loc in diags.iter_mut().filter_map(|d| d.location.as_mut()) {
+            if let Ok(rel) = loc.file.strip_prefix(&dir) {
+                loc.file = Path::new("(fetched)").join(rel);
+            }
+        }
+    };
+    let export = waldur::load_export(&dir).map_err(|mut d| {
+        relabel(&mut d);
+        let f = failed(&mut d, |n| format!("{source} has {n} error(s); nothing was written"));
+        if a.from_api && a.keep_export.is_none() {
+            f.hint("pass --keep-export DIR to keep the fetched pages for inspection")
+        } else {
+            f
+        }
     })?;
     let built = waldur::build(&settings, &export, &BuildOptions { cluster }).map_err(|mut d| {
         warnings.append(&mut d);
+        relabel(&mut warnings);
         print_diags(&mut warnings);
         Failure::new("cannot build the desired state; nothing was written")
     })?;
     warnings.extend(built.warnings.iter().cloned());
+    relabel(&mut warnings);
     print_diags(&mut warnings);
     if built.live == 0 && !a.allow_empty {
         return Err(Failure::new(format!(
-            "the export in `{}` has no live resource ({} in total); nothing was written",
-            a.export.display(),
+            "{source} has no live resource ({} in total); nothing was written",
             built.resources
         ))
         .cause("a desired state without resources removes every account slurmplan manages for this offering; a failed or truncated export looks exactly like this")
@@ -83,15 +305,17 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
             .hint("this is a slurmplan bug; please report it with the config (token removed) and the export"));
     }
     write_atomic(&a.output, &built.yaml)?;
-    eprintln!(
-        "wrote {}: {} live of {} resource(s), {} allocation account(s), {} account(s), {} user(s); review with: slurmplan plan -d {}",
-        a.output.display(),
-        built.live,
-        built.resources,
-        built.allocations,
-        built.accounts,
-        built.users,
-        a.output.display()
-    );
+    if !a.quiet {
+        eprintln!(
+            "wrote {}: {} live of {} resource(s), {} allocation account(s), {} account(s), {} user(s); review with: slurmplan plan -d {}",
+            a.output.display(),
+            built.live,
+            built.resources,
+            built.allocations,
+            built.accounts,
+            built.users,
+            a.output.display()
+        );
+    }
     Ok(EXIT_OK)
 }

@@ -8,15 +8,19 @@
 //!   resource's team, offering users; several pages concatenated).
 //! - [`build`]: turns both into the desired YAML, implementing the SLURM plugin's behaviours
 //!   (hierarchy, naming, policies, QoS levers, limits, partitions); see `docs/waldur.md`.
+//! - [`fetch`]: gets that export directory from the Waldur REST API (the one module here that
+//!   uses the network; it holds the token only in a redacting [`fetch::Token`]).
 //!
-//! This module must not run sacctmgr, spawn processes, use the network, or print: it returns
+//! This module must not run sacctmgr, spawn processes, or print, and only `fetch` uses the
+//! network: it returns
 //! text and [`Diagnostic`](crate::diag::Diagnostic)s and the cli decides what to show. The API token
-//! (`waldur_api_token`) is dropped while the config is parsed: it is never stored in a
-//! returned value, never put in a message, and never written to the output.
+//! (`waldur_api_token`) is dropped while the config is parsed (`fetch::load_access` reads it
+//! apart, into a `Token`): it is never put in a message, and never written to the output.
 
 pub mod build;
 pub mod config;
 pub mod export;
+pub mod fetch;
 
 pub use build::{BuildOptions, Built, build};
 pub use config::{Policy, Settings, load_config};

@@ -1,0 +1,822 @@
+//! Fetches the Waldur export (`export.rs` layout) straight from the REST API with the offering's
+//! URL and token from the site agent's config, the three lists the SLURM agent reads:
+//!
+//! - `GET /api/marketplace-provider-resources/?offering_uuid=U&state=OK&state=Erred&state=Updating`
+//!   (the live states, [`LIVE_STATES`]) -> `resources-00001.json`, ...
+//! - `GET /api/marketplace-provider-resources/<uuid>/team/` for each of them
+//!   -> `team-<uuid>-00001.json`
+//! - `GET /api/marketplace-offering-users/?offering_uuid=U` -> `offering-users-00001.json`, ...
+//!
+//! Each file is the raw body of one page. Pagination is Waldur's (`page`/`page_size`, a `Link`
+//! header with `rel="next"`, the total in `X-Result-Count`, checked against what arrived); only the
+//! page number is taken from a `next` link, so the token never goes to a host the config does not
+//! name. Every request has a timeout; 5xx, 408, 429, timeouts and broken connections are retried a
+//! bounded number of times with doubling back-off; other statuses fail at once with the API's
+//! `detail`. TLS is always verified (Mozilla's roots, or only the `--ca-cert` file's).
+//! [`staging_dir`] + [`replace_dir`] put a finished export in place in one step.
+//!
+//! This is the one module of `waldur` that uses the network. Must not: print (progress goes to a
+//! callback), spawn processes, follow a URL from a response, or let the token out: [`Token`]'s
+//! Debug and Display are redacted, it is only ever put in the `Authorization` header, and any
+//! text taken from a response is scrubbed of it before it reaches a message.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use super::export::LIVE_STATES;
+use super::export::norm_uuid;
+
+/// The API token of the agent config. Shown as `<redacted>` by Debug and Display; not Clone.
+pub struct Token(String);
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl Token {
+    /// A token that can go into a header: printable ASCII without spaces.
+    pub fn new(s: String) -> Option<Token> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic())).then_some(Token(s))
+    }
+
+    /// `text` with every occurrence of the token replaced by `<redacted>`.
+    pub fn scrub(&self, text: &str) -> String {
+        text.replace(self.0.as_str(), "<redacted>")
+    }
+}
+
+/// A failed fetch: what failed (with the URL, never the token), why, and what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FetchError {
+    pub message: String,
+    pub causes: Vec<String>,
+    pub hint: String,
+}
+
+impl FetchError {
+    fn new(message: impl Into<String>, hint: impl Into<String>) -> FetchError {
+        FetchError { message: message.into(), causes: Vec::new(), hint: hint.into() }
+    }
+    fn cause(mut self, c: impl Into<String>) -> FetchError {
+        self.causes.push(c.into());
+        self
+    }
+}
+
+impl fmt::Display for FetchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        for c in &self.causes {
+            write!(f, ": {c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Where the API is and how to authenticate, from one offering of the agent config.
+#[derive(Debug)]
+pub struct Access {
+    /// The API root, ending in `/api/` (`https://waldur.example.org/api/`).
+    pub api: String,
+    pub offering_uuid: String,
+    pub token: Token,
+    /// The offering says `verify_ssl: false`; slurmplan verifies TLS anyway (the cli warns).
+    pub verify_ssl_off: bool,
+}
+
+/// Read `waldur_api_url`, `waldur_offering_uuid`, `waldur_api_token` and `verify_ssl` of
+/// `offerings[index]` (the offering `config::load_config` chose) from the agent config's text.
+pub fn load_access(path: &Path, text: &str, index: usize) -> Result<Access, FetchError> {
+    let file = path.display();
+    // A syntax error message could quote the token; `load_config` has reported the real one.
+    let root: Value = serde_saphyr::from_str(text).map_err(|_| {
+        FetchError::new(format!("`{file}` is not valid YAML"), "run `slurmplan waldur build --export` to see the error")
+    })?;
+    let base = format!("offerings[{index}]");
+    let off = root.get("offerings").and_then(|o| o.get(index)).ok_or_else(|| {
+        FetchError::new(format!("`{file}` has no `{base}`"), "point --config at the site agent's config")
+    })?;
+    let string = |key: &str| off.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+    let url = string("waldur_api_url").ok_or_else(|| {
+        FetchError::new(
+            format!("`{file}`: `{base}.waldur_api_url` is missing"),
+            "set it to the Waldur API root, e.g. `https://waldur.example.org/api/`",
+        )
+    })?;
+    let api = api_root(url).map_err(|why| {
+        FetchError::new(format!("`{file}`: `{base}.waldur_api_url` `{url}` {why}"), "use `https://HOST/api/`")
+    })?;
+    if let Some(Value::Number(n)) = off.get("waldur_offering_uuid") {
+        // All digits (or digits with one `e`) is a number to YAML, and leading zeros are gone.
+        return Err(FetchError::new(
+            format!("`{file}`: `{base}.waldur_offering_uuid` is the number {n} to YAML, not a UUID"),
+            "put the UUID in quotes: `waldur_offering_uuid: \"...\"`",
+        ));
+    }
+    let offering_uuid = string("waldur_offering_uuid").ok_or_else(|| {
+        FetchError::new(
+            format!("`{file}`: `{base}.waldur_offering_uuid` is missing"),
+            "copy the offering's UUID from Waldur (offering details page)",
+        )
+    })?;
+    if !is_uuid(offering_uuid) {
+        return Err(FetchError::new(
+            format!("`{file}`: `{base}.waldur_offering_uuid` `{offering_uuid}` is not a UUID"),
+            "copy the offering's UUID from Waldur (32 hex digits)",
+        ));
+    }
+    let token = match off.get("waldur_api_token") {
+        Some(Value::String(s)) if !s.trim().is_empty() => Token::new(s.trim().to_string()).ok_or_else(|| {
+            FetchError::new(
+                format!("`{file}`: `{base}.waldur_api_token` has spaces or control characters (not shown)"),
+                "copy the token again from Waldur (user profile -> API token)",
+            )
+        })?,
+        _ => {
+            return Err(FetchError::new(
+                format!("`{file}`: `{base}.waldur_api_token` is missing or empty"),
+                "slurmplan authenticates with the static API token only (OIDC client credentials are not supported); set waldur_api_token",
+            ));
+        }
+    };
+    let verify_ssl_off = off.get("verify_ssl").and_then(Value::as_bool) == Some(false);
+    Ok(Access { api, offering_uuid: offering_uuid.to_string(), token, verify_ssl_off })
+}
+
+/// `https://host[:port][/prefix][/api][/]` -> `https://host[:port][/prefix]/api/` (the agent
+/// appends `/api/...` to the URL without its `/api`). Plain http only to this machine.
+fn api_root(url: &str) -> Result<String, &'static str> {
+    let rest = if let Some(r) = url.strip_prefix("https://") {
+        r
+    } else if let Some(r) = url.strip_prefix("http://") {
+        let host = r.split('/').next().unwrap_or("");
+        let host = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => host.split(':').next().unwrap_or(""),
+        };
+        if !(host == "localhost" || host == "::1" || host.starts_with("127.")) {
+            return Err("is plain http to another host: the API token would cross the network unencrypted");
+        }
+        r
+    } else {
+        return Err("does not start with https://");
+    };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("has no host");
+    }
+    if rest.contains(['?', '#', ' ']) {
+        return Err("has a query, fragment or space");
+    }
+    let scheme_len = url.len() - rest.len();
+    let mut root = url.trim_end_matches('/').to_string();
+    if root.len() > scheme_len && root.ends_with("/api") {
+        root.truncate(root.len() - "/api".len());
+    }
+    Ok(format!("{root}/api/"))
+}
+
+/// 32 hex digits, dashes allowed (both forms name the same Waldur object).
+fn is_uuid(s: &str) -> bool {
+    s.chars().all(|c| c.is_ascii_hexdigit() || c == '-') && norm_uuid(s).len() == 32
+}
+
+/// How to talk to the API.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Per request, from connect to the last byte of the body.
+    pub timeout: Duration,
+    /// Tries per request (1 = no retry).
+    pub attempts: u32,
+    /// Wait before the first retry; doubled each time, at most 60 s (a `Retry-After` of the
+    /// server up to 60 s wins).
+    pub backoff: Duration,
+    /// Items per page (Waldur allows up to 300).
+    pub page_size: u32,
+    /// PEM file of the CA(s) to trust instead of Mozilla's roots.
+    pub ca_cert: Option<PathBuf>,
+}
+
+/// Reported while fetching (the cli draws it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress<'a> {
+    /// One page of a list arrived.
+    Page { list: &'a str, page: u32, received: usize, total: Option<u64> },
+    /// Teams fetched so far.
+    Teams { done: usize, total: usize },
+    /// A request failed in a way worth retrying; it is sent again after `wait`.
+    Retry { url: &'a str, reason: &'a str, attempt: u32, attempts: u32, wait: Duration },
+}
+
+/// What a fetch got.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub resources: usize,
+    pub resource_pages: u32,
+    pub teams: usize,
+    pub members: usize,
+    pub offering_users: usize,
+    pub requests: usize,
+    pub bytes: u64,
+}
+
+/// Largest response body accepted (a page of 300 full resources is a few MB).
+const BODY_LIMIT: u64 = 256 << 20;
+/// The retry back-off never waits longer than this.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+const USER_AGENT: &str = concat!("slurmplan/", env!("CARGO_PKG_VERSION"));
+
+/// One received page.
+struct Page {
+    body: Vec<u8>,
+    items: Vec<Value>,
+    next_page: Option<u32>,
+    total: Option<u64>,
+}
+
+/// Why one try failed.
+enum Failed {
+    /// Worth another try (5xx, timeout, cut-off body).
+    Again {
+        reason: String,
+        wait: Option<Duration>,
+    },
+    Fatal(FetchError),
+}
+
+struct Client<'a> {
+    agent: ureq::Agent,
+    access: &'a Access,
+    opts: &'a Options,
+    summary: Summary,
+}
+
+/// Fetch the offering's export into `dir` (an existing, empty directory; see [`staging_dir`]).
+/// On error `dir` holds whatever arrived before it; the caller discards it.
+pub fn fetch(
+    access: &Access,
+    opts: &Options,
+    dir: &Path,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Summary, FetchError> {
+    let mut tls = ureq::tls::TlsConfig::builder();
+    if let Some(path) = &opts.ca_cert {
+        tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&read_ca(path)?));
+    }
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(opts.timeout))
+        .user_agent(USER_AGENT)
+        .max_redirects(0)
+        .max_redirects_will_error(false)
+        .tls_config(tls.build())
+        .build();
+    let mut c = Client { agent: config.into(), access, opts, summary: Summary::default() };
+    let u = &access.offering_uuid;
+    let states: String = LIVE_STATES.iter().map(|s| format!("&state={s}")).collect();
+    let (resources, pages) = c.list(
+        "resources",
+        &format!("marketplace-provider-resources/?offering_uuid={u}{states}"),
+        dir,
+        "resources",
+        progress,
+    )?;
+    c.summary.resources = resources.len();
+    c.summary.resource_pages = pages;
+    let mut live = Vec::new();
+    for (i, r) in resources.iter().enumerate() {
+        let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
+        if !is_uuid(uuid) {
+            return Err(FetchError::new(
+                format!("resource #{} of the offering has no valid `uuid` (`{}`)", i + 1, access.token.scrub(uuid)),
+                "the API returned something that is not a marketplace resource; check waldur_api_url",
+            ));
+        }
+        if r.get("state").and_then(Value::as_str).is_some_and(|s| LIVE_STATES.contains(&s)) {
+            live.push(uuid.to_string());
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(dup) = live.iter().find(|u| !seen.insert(norm_uuid(u))) {
+        return Err(FetchError::new(
+            format!("resource `{dup}` arrived twice while paging"),
+            "resources were created or removed during the fetch; run it again",
+        ));
+    }
+    for (done, uuid) in live.iter().enumerate() {
+        progress(Progress::Teams { done, total: live.len() });
+        let (team, _) = c.list(
+            "team",
+            &format!("marketplace-provider-resources/{uuid}/team/?"),
+            dir,
+            &format!("team-{uuid}"),
+            // a team's pages are not worth a line each; its retries are
+            &mut |p| {
+                if matches!(p, Progress::Retry { .. }) {
+                    progress(p)
+                }
+            },
+        )?;
+        c.summary.members += team.len();
+    }
+    c.summary.teams = live.len();
+    progress(Progress::Teams { done: live.len(), total: live.len() });
+    let (users, _) = c.list(
+        "offering users",
+        &format!("marketplace-offering-users/?offering_uuid={u}"),
+        dir,
+        "offering-users",
+        progress,
+    )?;
+    c.summary.offering_users = users.len();
+    Ok(c.summary)
+}
+
+fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, FetchError> {
+    let text = std::fs::read(path).map_err(|e| {
+        FetchError::new(
+            format!("cannot read the CA file `{}`", path.display()),
+            "pass --ca-cert FILE with the PEM certificate of your CA",
+        )
+        .cause(e.to_string())
+    })?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&text) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(FetchError::new(
+                    format!("`{}` is not a PEM file", path.display()),
+                    "pass the CA certificate in PEM form (-----BEGIN CERTIFICATE-----)",
+                )
+                .cause(e.to_string()));
+            }
+        }
+    }
+    if certs.is_empty() {
+        return Err(FetchError::new(
+            format!("`{}` holds no certificate", path.display()),
+            "pass the CA certificate in PEM form (-----BEGIN CERTIFICATE-----)",
+        ));
+    }
+    Ok(certs)
+}
+
+impl Client<'_> {
+    /// Every page of one list endpoint (`path` ends in `?` or carries a query), each written to
+    /// `dir/<prefix>-<page>.json`. The total announced by the first page must match what arrived.
+    fn list(
+        &mut self,
+        list: &str,
+        path: &str,
+        dir: &Path,
+        prefix: &str,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<(Vec<Value>, u32), FetchError> {
+        let sep = if path.ends_with('?') { "" } else { "&" };
+        let mut all = Vec::new();
+        let mut page = 1u32;
+        let mut total = None;
+        loop {
+            let url = format!("{}{path}{sep}page={page}&page_size={}", self.access.api, self.opts.page_size);
+            let p = self.get(&url, progress)?;
+            let file = dir.join(format!("{prefix}-{page:05}.json"));
+            std::fs::write(&file, &p.body).map_err(|e| {
+                FetchError::new(
+                    format!("cannot write `{}`", file.display()),
+                    "check the space and permissions of the export directory's parent",
+                )
+                .cause(e.to_string())
+            })?;
+            if page == 1 {
+                total = p.total;
+            } else if p.total != total {
+                return Err(FetchError::new(
+                    format!(
+                        "the {list} list changed while paging (`X-Result-Count` {} on page 1, {} on page {page})",
+                        shown(total),
+                        shown(p.total)
+                    ),
+                    "run the fetch again",
+                ));
+            }
+            all.extend(p.items);
+            progress(Progress::Page { list, page, received: all.len(), total });
+            match p.next_page {
+                None => break,
+                Some(n) if n == page + 1 => page = n,
+                Some(n) => {
+                    return Err(FetchError::new(
+                        format!("GET {url}: the `Link` header's next page is {n}, not {}", page + 1),
+                        "the server does not paginate like Waldur; check waldur_api_url",
+                    ));
+                }
+            }
+        }
+        if let Some(t) = total
+            && t != all.len() as u64
+        {
+            return Err(FetchError::new(
+                format!("the {list} list announced {t} item(s) (`X-Result-Count`) but {} arrived", all.len()),
+                "the list changed during the fetch, or a proxy cut it short; run the fetch again",
+            ));
+        }
+        Ok((all, page))
+    }
+
+    /// One GET with the bounded retry.
+    fn get(&mut self, url: &str, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Page, FetchError> {
+        let mut wait = self.opts.backoff;
+        let mut attempt = 1;
+        loop {
+            self.summary.requests += 1;
+            match self.try_get(url) {
+                Ok(p) => {
+                    self.summary.bytes += p.body.len() as u64;
+                    return Ok(p);
+                }
+                Err(Failed::Fatal(e)) => return Err(e),
+                Err(Failed::Again { reason, wait: asked }) => {
+                    if attempt >= self.opts.attempts {
+                        return Err(FetchError::new(
+                            format!("GET {url} failed {attempt} time(s)"),
+                            "the Waldur API is unreachable or failing; try again later (earlier exports are left as they were)",
+                        )
+                        .cause(reason));
+                    }
+                    let w = asked.unwrap_or(wait).min(MAX_WAIT);
+                    progress(Progress::Retry { url, reason: &reason, attempt, attempts: self.opts.attempts, wait: w });
+                    std::thread::sleep(w);
+                    wait = (wait * 2).min(MAX_WAIT);
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    fn try_get(&self, url: &str) -> Result<Page, Failed> {
+        let token = &self.access.token;
+        let mut resp = match self
+            .agent
+            .get(url)
+            .header("Authorization", format!("Token {}", token.0))
+            .header("Accept", "application/json")
+            .call()
+        {
+            Ok(r) => r,
+            Err(e) => return Err(transport(url, e, token)),
+        };
+        let status = resp.status().as_u16();
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let link = header("link");
+        let count = header("x-result-count");
+        let retry_after = header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
+        let body = resp.body_mut().with_config().limit(BODY_LIMIT).read_to_vec();
+        if status != 200 {
+            let detail = body.as_deref().map(|b| detail(b, token)).unwrap_or_default();
+            let reason = format!("HTTP {status}{detail}");
+            if status >= 500 || status == 408 || status == 429 {
+                return Err(Failed::Again { reason, wait: retry_after });
+            }
+            let hint = match status {
+                401 | 403 => "check `waldur_api_token` of the offering in the agent config (it is not shown); the token's user must manage the offering".to_string(),
+                404 => "check `waldur_api_url` and `waldur_offering_uuid` in the agent config".to_string(),
+                300..=399 => "`waldur_api_url` is redirected; put the final https URL in the agent config".to_string(),
+                _ => "check the agent config's waldur_api_url; see docs/waldur.md".to_string(),
+            };
+            return Err(Failed::Fatal(FetchError::new(format!("GET {url}: {reason}"), hint)));
+        }
+        let body = match body {
+            Ok(b) => b,
+            Err(e) => {
+                return Err(Failed::Again {
+                    reason: format!("the body was cut off: {}", token.scrub(&e.to_string())),
+                    wait: None,
+                });
+            }
+        };
+        let items = match serde_json::from_slice::<Value>(&body) {
+            Ok(Value::Array(items)) => items,
+            Ok(_) => {
+                return Err(Failed::Fatal(FetchError::new(
+                    format!("GET {url}: the body is not a JSON list{}", detail(&body, token)),
+                    "waldur_api_url must be the API root (`https://HOST/api/`)",
+                )));
+            }
+            Err(e) if e.is_eof() => {
+                return Err(Failed::Again {
+                    reason: format!("the body ends in the middle of the JSON ({} bytes)", body.len()),
+                    wait: None,
+                });
+            }
+            Err(e) => {
+                return Err(Failed::Fatal(
+                    FetchError::new(
+                        format!("GET {url}: the body is not JSON{}", detail(&body, token)),
+                        "waldur_api_url must be the API root (`https://HOST/api/`), not the web portal",
+                    )
+                    .cause(e.to_string()),
+                ));
+            }
+        };
+        let total = match count {
+            None => None,
+            Some(c) => match c.trim().parse::<u64>() {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    return Err(Failed::Fatal(FetchError::new(
+                        format!("GET {url}: `X-Result-Count` is `{}`, not a number", token.scrub(&c)),
+                        "the server does not paginate like Waldur; check waldur_api_url",
+                    )));
+                }
+            },
+        };
+        let next_page = match link.as_deref().and_then(next_link) {
+            None => None,
+            Some(next) => match page_of(next) {
+                Some(n) => Some(n),
+                None => {
+                    return Err(Failed::Fatal(FetchError::new(
+                        format!("GET {url}: the `Link` header's next URL has no page number"),
+                        "the server does not paginate like Waldur; check waldur_api_url",
+                    )));
+                }
+            },
+        };
+        Ok(Page { body, items, next_page, total })
+    }
+}
+
+fn shown(n: Option<u64>) -> String {
+    n.map_or_else(|| "absent".to_string(), |n| n.to_string())
+}
+
+/// A transport error: retried unless it is about TLS or the URL (those need a fix, not a wait).
+/// rustls's refusals (an unknown issuer, a wrong name) arrive as I/O errors of kind InvalidData.
+fn transport(url: &str, e: ureq::Error, token: &Token) -> Failed {
+    let text = token.scrub(&e.to_string());
+    let tls_io = matches!(&e, ureq::Error::Io(io) if io.kind() == io::ErrorKind::InvalidData);
+    match e {
+        _ if tls_io => Failed::Fatal(
+            FetchError::new(
+                format!("GET {url}: TLS failed"),
+                "for a private CA pass --ca-cert FILE (PEM); the certificate is always verified",
+            )
+            .cause(text),
+        ),
+        ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_) => Failed::Fatal(
+            FetchError::new(
+                format!("GET {url}: TLS failed"),
+                "for a private CA pass --ca-cert FILE (PEM); the certificate is always verified",
+            )
+            .cause(text),
+        ),
+        ureq::Error::BadUri(_) | ureq::Error::Http(_) => Failed::Fatal(
+            FetchError::new(format!("GET {url}: bad request"), "check waldur_api_url in the agent config").cause(text),
+        ),
+        _ => Failed::Again { reason: text, wait: None },
+    }
+}
+
+/// `: <detail>` from an error body (`{"detail": "..."}` as DRF sends it, else its first 200
+/// characters), on one line, scrubbed of the token.
+fn detail(body: &[u8], token: &Token) -> String {
+    let text = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => match m.get("detail") {
+            Some(Value::String(d)) => d.clone(),
+            _ => Value::Object(m).to_string(),
+        },
+        Ok(v) => v.to_string(),
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    };
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut short: String = one_line.chars().take(200).collect();
+    if short.len() < one_line.len() {
+        short.push_str("...");
+    }
+    if short.is_empty() { String::new() } else { format!(": {}", token.scrub(&short)) }
+}
+
+/// The `rel="next"` URL of a `Link` header (`<url>; rel="next", <url>; rel="last"`).
+fn next_link(header: &str) -> Option<&str> {
+    header.split(',').find_map(|part| {
+        let (url, params) = part.trim().split_once(';')?;
+        let url = url.trim().strip_prefix('<')?.strip_suffix('>')?;
+        params
+            .split(';')
+            .any(|p| p.trim().strip_prefix("rel=").is_some_and(|r| r.trim_matches(['"', '\'']) == "next"))
+            .then_some(url)
+    })
+}
+
+/// The `page=` of a URL's query.
+fn page_of(url: &str) -> Option<u32> {
+    let query = url.split_once('?')?.1.split('#').next()?;
+    query.split('&').find_map(|kv| kv.strip_prefix("page=")).and_then(|v| v.parse().ok())
+}
+
+/// A new, empty sibling of `target` to fetch into (`.NAME.partial-PID`, mode 0700). An existing
+/// `target` must be a directory holding only export files, so that replacing it loses nothing.
+pub fn staging_dir(target: &Path) -> Result<PathBuf, FetchError> {
+    let name = target.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        FetchError::new(
+            format!("`{}` does not name a directory", target.display()),
+            "pass --out DIR (e.g. /var/lib/slurmplan/waldur-export)",
+        )
+    })?;
+    check_replaceable(target)?;
+    let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let staged = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let cant = |e: io::Error| {
+        FetchError::new(
+            format!("cannot create `{}`", staged.display()),
+            "the export is written next to the target first; check that its parent directory exists and is writable",
+        )
+        .cause(e.to_string())
+    };
+    if staged.exists() {
+        std::fs::remove_dir_all(&staged).map_err(cant)?;
+    }
+    create_private_dir(&staged).map_err(cant)?;
+    Ok(staged)
+}
+
+/// Create a directory only its owner can enter.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
+}
+
+/// Whether a file name is one of an export's pages.
+fn is_export_file(name: &str) -> bool {
+    name.ends_with(".json")
+        && (name.starts_with("resources") || name.starts_with("team-") || name.starts_with("offering-users"))
+}
+
+fn check_replaceable(target: &Path) -> Result<(), FetchError> {
+    let entries = match std::fs::read_dir(target) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(FetchError::new(
+                format!("`{}` exists but cannot be read as a directory", target.display()),
+                "pass --out a new directory or an earlier export",
+            )
+            .cause(e.to_string()));
+        }
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !is_export_file(&name) || !e.file_type().is_ok_and(|t| t.is_file()) {
+            return Err(FetchError::new(
+                format!(
+                    "`{}` holds `{name}`, which is not part of a Waldur export; it is not replaced",
+                    target.display()
+                ),
+                "pass --out a new directory or an earlier export (it is replaced as a whole)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Put the finished `staged` directory at `target` in one step: swapped with an existing one
+/// (`renameat2(RENAME_EXCHANGE)`), which is then deleted; renamed when there is none.
+pub fn replace_dir(staged: &Path, target: &Path) -> Result<(), FetchError> {
+    let cant = |e: io::Error| {
+        FetchError::new(
+            format!("cannot move the new export into `{}`", target.display()),
+            format!("the fetched pages are in `{}`", staged.display()),
+        )
+        .cause(e.to_string())
+    };
+    check_replaceable(target)?;
+    if !target.exists() {
+        return std::fs::rename(staged, target).map_err(cant);
+    }
+    match rustix::fs::renameat_with(rustix::fs::CWD, staged, rustix::fs::CWD, target, rustix::fs::RenameFlags::EXCHANGE)
+    {
+        Ok(()) => {}
+        // A file system without the exchange: move the old one aside first (a short moment
+        // without `target`, never a mixed one).
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS | rustix::io::Errno::NOTSUP) => {
+            let aside = staged.with_extension("old");
+            std::fs::rename(target, &aside).map_err(cant)?;
+            if let Err(e) = std::fs::rename(staged, target) {
+                let _ = std::fs::rename(&aside, target);
+                return Err(cant(e));
+            }
+            let _ = std::fs::remove_dir_all(&aside);
+            return Ok(());
+        }
+        Err(e) => return Err(cant(e.into())),
+    }
+    // `staged` now holds the previous export.
+    std::fs::remove_dir_all(staged).map_err(|e| {
+        FetchError::new(
+            format!(
+                "the new export is in `{}`, but the previous one could not be removed from `{}`",
+                target.display(),
+                staged.display()
+            ),
+            "remove it by hand",
+        )
+        .cause(e.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_is_redacted_in_debug_and_display() {
+        let t = Token::new("s3cr3t-TOKEN".into()).unwrap();
+        assert_eq!(format!("{t}"), "<redacted>");
+        assert_eq!(format!("{t:?}"), "Token(<redacted>)");
+        let a = Access { api: "https://w/api/".into(), offering_uuid: "u".into(), token: t, verify_ssl_off: false };
+        assert!(!format!("{a:?}").contains("s3cr3t"));
+        assert_eq!(a.token.scrub("x s3cr3t-TOKEN y"), "x <redacted> y");
+        assert!(Token::new("has space".into()).is_none());
+        assert!(Token::new("line\nbreak".into()).is_none());
+        assert!(Token::new(String::new()).is_none());
+    }
+
+    #[test]
+    fn api_root_accepts_the_agent_forms_and_refuses_plain_http_elsewhere() {
+        for (url, want) in [
+            ("https://waldur.example.org/api/", "https://waldur.example.org/api/"),
+            ("https://waldur.example.org/api", "https://waldur.example.org/api/"),
+            ("https://waldur.example.org", "https://waldur.example.org/api/"),
+            ("https://waldur.example.org/", "https://waldur.example.org/api/"),
+            ("https://h:8443/waldur/api/", "https://h:8443/waldur/api/"),
+            ("http://localhost:8081/api/", "http://localhost:8081/api/"),
+            ("http://127.0.0.1:9/api/", "http://127.0.0.1:9/api/"),
+            ("http://[::1]:9/api/", "http://[::1]:9/api/"),
+        ] {
+            assert_eq!(api_root(url).as_deref(), Ok(want), "{url}");
+        }
+        for url in [
+            "http://waldur.example.org/api/",
+            "ftp://x/api/",
+            "https:///api/",
+            "https://h/api/?x=1",
+            "waldur.example.org",
+        ] {
+            assert!(api_root(url).is_err(), "{url}");
+        }
+    }
+
+    #[test]
+    fn link_header_next_page() {
+        let h = r#"<https://w/api/x/?offering_uuid=u>; rel="first", <https://w/api/x/?offering_uuid=u&page=3&page_size=2>; rel="next", <https://w/api/x/?page=9>; rel="last""#;
+        assert_eq!(next_link(h).and_then(page_of), Some(3));
+        assert_eq!(next_link(r#"<https://w/api/x/?page=1>; rel="first""#), None);
+        assert_eq!(next_link(""), None);
+        assert_eq!(page_of("https://w/api/x/?page_size=2"), None);
+    }
+
+    #[test]
+    fn detail_prefers_the_api_message_and_scrubs_the_token() {
+        let t = Token::new("tok123".into()).unwrap();
+        assert_eq!(detail(br#"{"detail": "Invalid token."}"#, &t), ": Invalid token.");
+        assert_eq!(
+            detail(b"<html>\n<b>Bad gateway</b> tok123</html>", &t),
+            ": <html> <b>Bad gateway</b> <redacted></html>"
+        );
+        assert_eq!(detail(b"", &t), "");
+        assert!(detail(&[b'x'; 500], &t).ends_with("..."));
+    }
+
+    #[test]
+    fn access_reads_url_uuid_and_token_of_the_chosen_offering() {
+        let text = "offerings:\n  - name: a\n    waldur_api_url: https://w.example/api/\n    waldur_api_token: tok-A\n    waldur_offering_uuid: 0123456789abcdef0123456789abcdef\n  - name: b\n    waldur_api_url: https://other.example\n    waldur_api_token: tok-B\n    waldur_offering_uuid: aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa\n    verify_ssl: false\n";
+        let a = load_access(Path::new("c.yaml"), text, 1).unwrap();
+        assert_eq!(a.api, "https://other.example/api/");
+        assert_eq!(a.offering_uuid, "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa");
+        assert_eq!(a.token.scrub("tok-B"), "<redacted>");
+        assert!(a.verify_ssl_off);
+        let no_token = text.replace("tok-A", "\"\"");
+        let e = load_access(Path::new("c.yaml"), &no_token, 0).unwrap_err();
+        assert!(e.message.contains("`offerings[0].waldur_api_token` is missing or empty"), "{e:?}");
+        let bad_uuid = text.replace("0123456789abcdef0123456789abcdef", "../../etc");
+        assert!(load_access(Path::new("c.yaml"), &bad_uuid, 0).unwrap_err().message.contains("is not a UUID"));
+        let digits = text.replace("0123456789abcdef0123456789abcdef", "00000000000000000000000000000001");
+        let e = load_access(Path::new("c.yaml"), &digits, 0).unwrap_err();
+        assert!(e.message.contains("waldur_offering_uuid` is the number"), "{e:?}");
+        assert!(e.hint.contains("quotes"), "{e:?}");
+    }
+}
