@@ -51,8 +51,9 @@ struct Acc {
     default_qos: Option<Name>,
     grp_submit_jobs: Option<u64>,
     grp_tres_mins: Tres,
-    /// (user, partition)
-    users: BTreeSet<(Name, Option<Name>)>,
+    /// (user, partition) -> `Share=parent` (the agent's every add but the one with
+    /// `default_partition`, whose `Partition=P` add leaves the share at Slurm's default).
+    users: BTreeMap<(Name, Option<Name>), bool>,
     /// Which resource made it (for duplicate warnings).
     origin: String,
 }
@@ -199,7 +200,7 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
     let mut user_allocs: BTreeMap<Name, BTreeSet<Name>> = BTreeMap::new();
     // The partitions of a user's allocation associations: under `common` the agent's
     // `add user ... DefaultAccount=D [Partition=P]` creates the D association in the same ones.
-    let mut user_partitions: BTreeMap<Name, BTreeSet<Option<Name>>> = BTreeMap::new();
+    let mut user_partitions: BTreeMap<Name, BTreeMap<Option<Name>, bool>> = BTreeMap::new();
     let mut project_customer: BTreeMap<Name, (Name, String)> = BTreeMap::new();
     let live: Vec<&Resource> = ex.resources.iter().filter(|r| r.is_live()).collect();
     let qm = &s.qos_management;
@@ -485,7 +486,7 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
         }
 
         // Users.
-        let partitions: Vec<Option<Name>> = {
+        let partitions: (Vec<Option<Name>>, bool) = {
             let mut p: Vec<Option<Name>> = Vec::new();
             if s.enforce_offering_partitions
                 && let Some(list) = &r.attr_partition
@@ -502,11 +503,14 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
                     }
                 }
             }
-            if p.is_empty() {
+            let from_default = p.is_empty();
+            if from_default {
                 p.push(s.default_partition.clone());
             }
-            p
+            (p, from_default)
         };
+        let (partitions, from_default) = partitions;
+        let share_parent = !(from_default && s.default_partition.is_some());
         if !r.restrict_member_access {
             match ex.teams.get(&norm_uuid(&r.uuid)) {
                 None => b.diags.push(
@@ -578,8 +582,8 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
                             }
                         };
                         for p in &partitions {
-                            acc.users.insert((user.clone(), p.clone()));
-                            user_partitions.entry(user.clone()).or_default().insert(p.clone());
+                            acc.users.insert((user.clone(), p.clone()), share_parent);
+                            user_partitions.entry(user.clone()).or_default().insert(p.clone(), share_parent);
                         }
                         user_allocs.entry(user).or_default().insert(alloc.clone());
                     }
@@ -619,8 +623,8 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
                 None => note.to_string(),
             });
             for (u, parts) in &user_partitions {
-                for p in parts {
-                    entry.users.insert((u.clone(), p.clone()));
+                for (p, share) in parts {
+                    entry.users.entry((u.clone(), p.clone())).or_insert(*share);
                 }
                 defaults.insert(u.clone(), s.default_account.clone());
             }
@@ -759,18 +763,17 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
         if !a.users.is_empty() {
             // The agent adds every user association with `Share=parent`.
             line(&mut y, "users:".into());
-            for (u, p) in &a.users {
-                let _ = match p {
-                    Some(p) => writeln!(
-                        y,
-                        "          - {{name: {}, partition: {}, fairshare: parent}}",
-                        q(u.as_str()),
-                        q(p.as_str())
-                    ),
-                    None => writeln!(y, "          - {{name: {}, fairshare: parent}}", q(u.as_str())),
-                };
+            for ((u, p), share) in &a.users {
+                let mut item = format!("name: {}", q(u.as_str()));
+                if let Some(p) = p {
+                    item.push_str(&format!(", partition: {}", q(p.as_str())));
+                }
+                if *share {
+                    item.push_str(", fairshare: parent");
+                }
+                let _ = writeln!(y, "          - {{{item}}}");
             }
-            users_total.extend(a.users.iter().map(|(u, _)| u.clone()));
+            users_total.extend(a.users.keys().map(|(u, _)| u.clone()));
         }
         if !any {
             // an empty mapping

@@ -348,7 +348,7 @@ fn limits_that_round_to_zero_are_errors_and_zero_limits_warnings() {
 }
 
 #[test]
-fn common_with_default_partition_declares_the_default_association_there_with_share_parent() {
+fn common_with_default_partition_declares_the_default_association_there_as_the_agent_adds_it() {
     let team = r#"[{"url":"u","uuid":"aa","username":"al@x","full_name":"Al","role":"PROJECT.MEMBER","expiration_time":null,"offering_user_username":"al","offering_user_state":"OK"},
                   {"url":"u","uuid":"bb","username":"nn@x","full_name":"No Name","role":"PROJECT.MEMBER","expiration_time":null,"offering_user_username":null,"offering_user_state":null}]"#;
     let (d, s) = one_resource(r#","limits":{"cpu":1}"#, team);
@@ -357,7 +357,8 @@ fn common_with_default_partition_declares_the_default_association_there_with_sha
     let k = &c.clusters[&crate::model::Name::from_static("k")];
     let keys: Vec<String> = k.users.keys().map(|u| format!("{}@{}:{:?}", u.user, u.account, u.partition)).collect();
     assert_eq!(keys, vec!["al@a_x:Some(Name(\"debug\"))", "al@d:Some(Name(\"debug\"))"], "{}", b.yaml);
-    assert!(b.yaml.contains("- {name: al, partition: debug, fairshare: parent}"), "{}", b.yaml);
+    // the agent's `add user ... Partition=P` has no `Share=parent` (its other adds do)
+    assert!(b.yaml.contains("- {name: al, partition: debug}\n"), "{}", b.yaml);
     assert!(
         b.warnings.iter().any(|w| w.code == "waldur-member-without-username" && w.message.contains("`nn@x`")),
         "{:#?}",
