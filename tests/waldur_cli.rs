@@ -48,12 +48,25 @@ fn build_then_plan_shows_the_moved_project_and_the_pause() {
         "{}",
         p.stdout
     );
+    // the agent's own form: `qos=<x>` only, no DefaultQOS introduced
     assert!(
-        p.stdout.contains("modify account where name=hpc_a_assembly cluster=rocket set qos=paused defaultqos=paused"),
+        p.stdout.contains("modify account where name=hpc_a_assembly cluster=rocket set qos=paused\n"),
         "{}",
         p.stdout
     );
-    assert!(p.stdout.contains("set qos=downscaled defaultqos=downscaled"), "{}", p.stdout);
+    assert!(p.stdout.contains("set qos=downscaled\n"), "{}", p.stdout);
+    assert!(!p.stdout.contains("defaultqos"), "{}", p.stdout);
+    // user associations carry Share=parent as the agent's adds do: nothing to reset
+    assert!(!p.stdout.contains("Fairshare=-1"), "{}", p.stdout);
+    // inherited `normal` (hpc_a_alloys, ...) equals the declared `[normal]`: no command
+    assert!(!p.stdout.contains("name=hpc_a_alloys"), "{}", p.stdout);
+    assert!(!p.stdout.contains("name=hpc_a_lattice"), "{}", p.stdout);
+    // users in unusable offering-user states stay (the agent re-adds them): added, not removed
+    assert!(
+        p.stdout.contains("add user broken,ghost,leaver,linking,newbie account=hpc_default,hpc_a_genome-2026"),
+        "{}",
+        p.stdout
+    );
     assert!(p.stdout.contains("delete account where name=hpc_a_docking,hpc_a_legacy cluster=rocket"), "{}", p.stdout);
     // the unmanaged account is not touched
     assert!(!p.stdout.contains("local_lab"), "{}", p.stdout);
@@ -156,4 +169,52 @@ fn configuration_errors_are_listed_together() {
     ] {
         assert!(r.stderr.contains(needle), "missing {needle}:\n{}", r.stderr);
     }
+}
+
+/// A copy of the site1 snapshot with some association lines replaced.
+fn state_with(dir: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
+    let to = dir.join("state");
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(data().join("site1/state")).unwrap() {
+        let e = e.unwrap();
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let text = if e.file_name() == "assocs.txt" { text.lines().map(|l| edit(l) + "\n").collect() } else { text };
+        std::fs::write(to.join(e.file_name()), text).unwrap();
+    }
+    to
+}
+
+#[test]
+fn a_default_qos_outside_the_new_list_moves_in_the_same_command_and_explicit_equals_inherited() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("desired.yaml");
+    assert_eq!(build(&data().join("configs/nested-common.yaml"), &data().join("site1/export"), &out, &[]).code, 0);
+    // an earlier build gave hpc_a_assembly DefaultQOS normal; hpc_a_dft holds an explicit
+    // `normal` that the declared `[normal]` equals; hpc_a_swarm an explicit list inheriting
+    // would not give
+    let state = state_with(tmp.path(), |l| {
+        if l.starts_with("rocket|hpc_a_assembly||") {
+            l.rsplitn(3, '|').last().unwrap().to_string() + "|normal|normal"
+        } else if l.starts_with("rocket|hpc_a_swarm||") {
+            l.replace("|normal|", "|gpu_long,normal|")
+        } else {
+            l.to_string()
+        }
+    });
+    let p = slurmplan(&["plan", "--state", s(&state), "-d", s(&out), "--format", "script", "--color", "never"]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    let assembly: Vec<&str> = p.stdout.lines().filter(|l| l.contains("name=hpc_a_assembly ")).collect();
+    assert_eq!(
+        assembly,
+        vec![
+            r#""${SACCTMGR:-sacctmgr}" -i modify account where name=hpc_a_assembly cluster=rocket set qos=paused defaultqos=-1"#
+        ],
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout.lines().any(|l| l.contains("hpc_a_swarm") && l.ends_with("cluster=rocket set qos=normal")),
+        "{}",
+        p.stdout
+    );
 }

@@ -290,6 +290,9 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
     warnings.extend(built.warnings.iter().cloned());
     relabel(&mut warnings);
     print_diags(&mut warnings);
+    for i in &built.infos {
+        eprintln!("info: {i}");
+    }
     if built.live == 0 && !a.allow_empty {
         return Err(Failure::new(format!(
             "{source} has no live resource ({} in total); nothing was written",

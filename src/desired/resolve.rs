@@ -145,7 +145,10 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             items.push((name.clone(), parent, da.assoc.clone()));
         }
         let accounts = match AccountGraph::build(items) {
-            Ok(g) => g,
+            Ok(mut g) => {
+                keep_equal_qos_lists(&mut g, dc.accounts.keys(), &cur.accounts);
+                g
+            }
             Err(errs) => {
                 for e in errs {
                     let (msg, key, hint) = match &e {
@@ -347,6 +350,26 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
     } else {
         errors.extend(warnings);
         Err(errors)
+    }
+}
+
+/// A declared account whose QoS list differs from the current one only in form (an explicit
+/// list equal to what it would inherit, or the other way round) keeps the current form: both
+/// give jobs the same QoS, so the difference is not worth a command. Each replacement keeps the
+/// account's effective list, so the order of the walk does not matter.
+fn keep_equal_qos_lists<'a>(g: &mut AccountGraph, declared: impl Iterator<Item = &'a Name>, cur: &AccountGraph) {
+    for name in declared {
+        let (Some(now), Some(node)) = (cur.get(name.as_str()), g.get(name.as_str())) else { continue };
+        let keep = match (&node.assoc.qos, &now.assoc.qos) {
+            (QosList::Set(want), QosList::Inherit) | (QosList::Inherit, QosList::Set(want)) => {
+                let inherited = g.parent(name.as_str()).map(|p| g.effective_qos(p.as_str())).unwrap_or_default();
+                &inherited == want
+            }
+            _ => false,
+        };
+        if keep && let Some(n) = g.get_mut(name.as_str()) {
+            n.assoc.qos = now.assoc.qos.clone();
+        }
     }
 }
 

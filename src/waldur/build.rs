@@ -26,6 +26,8 @@ pub struct BuildOptions {
 pub struct Built {
     pub yaml: String,
     pub warnings: Vec<Diagnostic>,
+    /// Facts worth a line that are neither errors nor warnings (e.g. a resource with `limits: {}`).
+    pub infos: Vec<String>,
     /// Resources in the export, live ones among them, and live ones that became accounts.
     pub resources: usize,
     pub live: usize,
@@ -49,8 +51,9 @@ struct Acc {
     default_qos: Option<Name>,
     grp_submit_jobs: Option<u64>,
     grp_tres_mins: Tres,
-    /// (user, partition)
-    users: BTreeSet<(Name, Option<Name>)>,
+    /// (user, partition) -> `Share=parent` (the agent's every add but the one with
+    /// `default_partition`, whose `Partition=P` add leaves the share at Slurm's default).
+    users: BTreeMap<(Name, Option<Name>), bool>,
     /// Which resource made it (for duplicate warnings).
     origin: String,
 }
@@ -67,6 +70,7 @@ struct QosOut {
 struct B<'a> {
     s: &'a Settings,
     diags: Vec<Diagnostic>,
+    infos: Vec<String>,
 }
 
 impl B<'_> {
@@ -118,7 +122,7 @@ fn round(v: f64) -> Option<u64> {
 
 /// Build the desired YAML. `Err` holds every error (with the warnings found so far).
 pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Vec<Diagnostic>> {
-    let mut b = B { s, diags: Vec::new() };
+    let mut b = B { s, diags: Vec::new(), infos: Vec::new() };
     let bs = format!("offerings[{}].backend_settings", s.index);
 
     // Cluster.
@@ -194,6 +198,9 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
     let mut dropped_components: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut allocations: BTreeSet<Name> = BTreeSet::new();
     let mut user_allocs: BTreeMap<Name, BTreeSet<Name>> = BTreeMap::new();
+    // The partitions of a user's allocation associations: under `common` the agent's
+    // `add user ... DefaultAccount=D [Partition=P]` creates the D association in the same ones.
+    let mut user_partitions: BTreeMap<Name, BTreeMap<Option<Name>, bool>> = BTreeMap::new();
     let mut project_customer: BTreeMap<Name, (Name, String)> = BTreeMap::new();
     let live: Vec<&Resource> = ex.resources.iter().filter(|r| r.is_live()).collect();
     let qm = &s.qos_management;
@@ -327,11 +334,36 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
 
         // Limits.
         let mut limits = Tres::new();
+        if r.limits.is_empty() && r.null_limits.is_empty() {
+            b.infos.push(format!(
+                "resource `{}` (`{alloc}`) has no limits (`{{}}`): no GrpTRESMins is declared for it",
+                r.uuid
+            ));
+        }
+        for comp in &r.null_limits {
+            b.warn_r(
+                r,
+                "waldur-null-limit",
+                format!("resource `{}` (`{alloc}`) has limit `{comp}` = null; no GrpTRESMins for `{comp}`", r.uuid),
+                "set the limit in Waldur (or remove the component from the resource)",
+            );
+        }
         for (comp, limit) in &r.limits {
             let Some(c) = s.components.get(comp) else {
                 dropped_components.entry(comp.clone()).or_default().push(r.uuid.clone());
                 continue;
             };
+            if *limit == 0.0 {
+                b.warn_r(
+                    r,
+                    "waldur-zero-limit",
+                    format!(
+                        "resource `{}` (`{alloc}`) has limit `{comp}` = 0: GrpTRESMins {comp}=0 blocks every job of the allocation",
+                        r.uuid
+                    ),
+                    "if that is not meant, fix the limit in Waldur (the agent pushes `mem: 0` back when it misreads a limit such as `mem=4687.50T`)",
+                );
+            }
             let targets: Vec<(&String, f64)> = if c.targets.is_empty() {
                 vec![(comp, c.unit_factor)]
             } else {
@@ -339,12 +371,29 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
             };
             for (tres, factor) in targets {
                 match round(limit * factor) {
+                    Some(0) if *limit > 0.0 && factor > 0.0 => b.diags.push(
+                        Diagnostic::error(
+                            "waldur-limit-rounds-to-zero",
+                            format!(
+                                "resource `{}` (`{alloc}`) has limit `{comp}` = {limit}, which is {} {tres}-minutes and rounds to 0 (a cap that blocks every job)",
+                                r.uuid,
+                                limit * factor
+                            ),
+                        )
+                        .at(b.at_resource(r))
+                        .hint("fix the limit in Waldur, or the component's unit_factor in the agent config"),
+                    ),
                     Some(v) => *limits.entry(tres.clone()).or_insert(0) += v,
-                    None => b.warn_r(
-                        r,
-                        "waldur-bad-limit",
-                        format!("resource `{}` limit `{comp}` = {limit} gives no valid GrpTRESMins; dropped", r.uuid),
-                        "limits must be numbers >= 0",
+                    None => b.diags.push(
+                        Diagnostic::error(
+                            "waldur-bad-limit",
+                            format!(
+                                "resource `{}` (`{alloc}`) limit `{comp}` = {limit} gives no valid GrpTRESMins",
+                                r.uuid
+                            ),
+                        )
+                        .at(b.at_resource(r))
+                        .hint("limits must be numbers >= 0 that fit in 64 bits once multiplied by unit_factor"),
                     ),
                 }
             }
@@ -369,7 +418,6 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
             origin: format!("resource `{}`", r.uuid),
             ..Default::default()
         };
-        let attr_qos = r.attr_qos.as_deref().and_then(|q| Name::parse(q, NameKind::Qos, false).ok()).map(|p| p.name);
         if qm.enabled {
             qos.insert(
                 alloc.clone(),
@@ -428,25 +476,17 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
             } else {
                 None
             };
-            match swapped {
-                Some(q) => {
-                    acc.qos = vec![q.clone()];
-                    acc.default_qos = Some(q);
-                }
-                None => {
-                    acc.qos = vec![active_qos.clone()];
-                    if let Some(a) = attr_qos
-                        && a != active_qos
-                    {
-                        acc.qos.push(a);
-                    }
-                    acc.default_qos = Some(active_qos);
-                }
+            // The agent writes `qos=<x>` only and never introduces a DefaultQOS; with
+            // qos_management it gave the account one (its own QoS), which moves along.
+            let q = swapped.unwrap_or(active_qos);
+            acc.qos = vec![q.clone()];
+            if qm.enabled {
+                acc.default_qos = Some(q);
             }
         }
 
         // Users.
-        let partitions: Vec<Option<Name>> = {
+        let partitions: (Vec<Option<Name>>, bool) = {
             let mut p: Vec<Option<Name>> = Vec::new();
             if s.enforce_offering_partitions
                 && let Some(list) = &r.attr_partition
@@ -463,11 +503,14 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
                     }
                 }
             }
-            if p.is_empty() {
+            let from_default = p.is_empty();
+            if from_default {
                 p.push(s.default_partition.clone());
             }
-            p
+            (p, from_default)
         };
+        let (partitions, from_default) = partitions;
+        let share_parent = !(from_default && s.default_partition.is_some());
         if !r.restrict_member_access {
             match ex.teams.get(&norm_uuid(&r.uuid)) {
                 None => b.diags.push(
@@ -483,7 +526,24 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
                 ),
                 Some(team) => {
                     for m in team {
-                        let Some(u) = &m.offering_user_username else { continue };
+                        let Some(u) = &m.offering_user_username else {
+                            let who = m
+                                .username
+                                .as_deref()
+                                .or(m.full_name.as_deref())
+                                .map(|w| format!("`{w}`"))
+                                .unwrap_or_else(|| "a member without a name".into());
+                            b.warn_r(
+                                r,
+                                "waldur-member-without-username",
+                                format!(
+                                    "team member {who} of resource `{}` (`{alloc}`) has no offering_user_username; no association is declared for them",
+                                    r.uuid
+                                ),
+                                "the agent skips them too; once Waldur assigns the offering user a username, re-export",
+                            );
+                            continue;
+                        };
                         let states: Vec<&str> = match ou_states.get(u.as_str()) {
                             Some(v) => v.clone(),
                             None => m.offering_user_state.as_deref().into_iter().collect(),
@@ -496,19 +556,18 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
                                 "check that offering-users*.json covers every page",
                             );
                         } else if !states.iter().any(|st| usable_state(st)) {
-                            if !states.iter().any(|st| matches!(*st, "Deleted" | "Deleting")) {
-                                b.warn_r(
-                                    r,
-                                    "waldur-user-unusable",
-                                    format!(
-                                        "user `{u}` of resource `{}` is in offering-user state `{}`; left out",
-                                        r.uuid,
-                                        states.join(",")
-                                    ),
-                                    "it comes back once Waldur marks the offering user OK",
-                                );
-                            }
-                            continue;
+                            // The agent's membership sync adds every team member that has a
+                            // username, whatever the state: leaving them out would flip-flop.
+                            b.warn_r(
+                                r,
+                                "waldur-user-unusable",
+                                format!(
+                                    "user `{u}` of resource `{}` (`{alloc}`) is in offering-user state `{}` but still in the team; kept, because the site agent adds every team member",
+                                    r.uuid,
+                                    states.join(",")
+                                ),
+                                "remove the user from the project team in Waldur (or fix the offering user) to revoke access",
+                            );
                         }
                         let user = match Name::parse(u, NameKind::User, false) {
                             Ok(p) => p.name,
@@ -523,7 +582,8 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
                             }
                         };
                         for p in &partitions {
-                            acc.users.insert((user.clone(), p.clone()));
+                            acc.users.insert((user.clone(), p.clone()), share_parent);
+                            user_partitions.entry(user.clone()).or_default().insert(p.clone(), share_parent);
                         }
                         user_allocs.entry(user).or_default().insert(alloc.clone());
                     }
@@ -562,19 +622,17 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
                 Some(c) => format!("{c}; {note}"),
                 None => note.to_string(),
             });
-            for u in user_allocs.keys() {
-                entry.users.insert((u.clone(), None));
+            for (u, parts) in &user_partitions {
+                for (p, share) in parts {
+                    entry.users.entry((u.clone(), p.clone())).or_insert(*share);
+                }
                 defaults.insert(u.clone(), s.default_account.clone());
             }
         }
-        Policy::Individual => {
-            for (u, allocs) in &user_allocs {
-                if let Some(first) = allocs.iter().next() {
-                    defaults.insert(u.clone(), first.clone());
-                }
-            }
-        }
-        Policy::None => {}
+        // `individual`: the agent makes the allocation it added the user to last the default;
+        // the API does not say when a member was added, so the build names no default and the
+        // planner keeps the current one while it is one of the user's associations.
+        Policy::Individual | Policy::None => {}
     }
 
     if diag::has_errors(&b.diags) {
@@ -703,21 +761,19 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
             line(&mut y, format!("grp_tres_mins: {}", tres(&a.grp_tres_mins)));
         }
         if !a.users.is_empty() {
-            if a.users.iter().all(|(_, p)| p.is_none()) {
-                line(
-                    &mut y,
-                    format!("users: [{}]", a.users.iter().map(|(u, _)| q(u.as_str())).collect::<Vec<_>>().join(", ")),
-                );
-            } else {
-                line(&mut y, "users:".into());
-                for (u, p) in &a.users {
-                    let _ = match p {
-                        Some(p) => writeln!(y, "          - {{name: {}, partition: {}}}", q(u.as_str()), q(p.as_str())),
-                        None => writeln!(y, "          - {}", q(u.as_str())),
-                    };
+            // The agent adds every user association with `Share=parent`.
+            line(&mut y, "users:".into());
+            for ((u, p), share) in &a.users {
+                let mut item = format!("name: {}", q(u.as_str()));
+                if let Some(p) = p {
+                    item.push_str(&format!(", partition: {}", q(p.as_str())));
                 }
+                if *share {
+                    item.push_str(", fairshare: parent");
+                }
+                let _ = writeln!(y, "          - {{{item}}}");
             }
-            users_total.extend(a.users.iter().map(|(u, _)| u.clone()));
+            users_total.extend(a.users.keys().map(|(u, _)| u.clone()));
         }
         if !any {
             // an empty mapping
@@ -735,6 +791,7 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
     Ok(Built {
         yaml: y,
         warnings: b.diags,
+        infos: b.infos,
         resources: ex.resources.len(),
         live: live.len(),
         allocations: allocations.len(),

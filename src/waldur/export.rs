@@ -35,8 +35,11 @@ pub struct Resource {
     pub customer_uuid: String,
     pub customer_slug: String,
     pub customer_name: String,
-    /// component -> limit in Waldur units.
+    /// component -> limit in Waldur units. Only live resources are required to have `limits`
+    /// (a missing or null `limits` on a live one is an export error).
     pub limits: BTreeMap<String, f64>,
+    /// Components whose limit is `null` (reported by the build, never silently dropped).
+    pub null_limits: Vec<String>,
     pub paused: bool,
     pub downscaled: bool,
     pub restrict_member_access: bool,
@@ -56,6 +59,7 @@ impl Resource {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Member {
     pub username: Option<String>,
+    pub full_name: Option<String>,
     pub offering_user_username: Option<String>,
     pub offering_user_state: Option<String>,
 }
@@ -188,14 +192,35 @@ fn resource(v: &Value, file: &Path, index: usize, diags: &mut Vec<Diagnostic>) -
     r.project_name = opt_str(v, "project_name").unwrap_or_default();
     r.customer_name = opt_str(v, "customer_name").unwrap_or_default();
     match v.get("limits") {
-        None | Some(Value::Null) => {}
+        None | Some(Value::Null) => diags.push(
+            Diagnostic::error(
+                "export-missing-limits",
+                format!(
+                    "live resource `{uuid}` (`{}`) has {} `limits`; building it would remove the allocation's GrpTRESMins caps",
+                    r.name,
+                    if v.get("limits").is_some() { "a null" } else { "no" }
+                ),
+            )
+            .at(file_loc(file))
+            .hint("export the resources with the full serializer; a resource without limits has `\"limits\": {}`"),
+        ),
         Some(Value::Object(m)) => {
             for (k, lv) in m {
                 match lv {
-                    Value::Null => {}
-                    Value::Number(n) => {
-                        r.limits.insert(k.clone(), n.as_f64().unwrap_or(0.0));
-                    }
+                    Value::Null => r.null_limits.push(k.clone()),
+                    Value::Number(n) => match n.as_f64() {
+                        Some(f) if f.is_finite() && f >= 0.0 => {
+                            r.limits.insert(k.clone(), f);
+                        }
+                        _ => diags.push(
+                            Diagnostic::error(
+                                "export-bad-field",
+                                format!("resource `{uuid}` has limit `{k}` = `{n}`, which is not a number >= 0"),
+                            )
+                            .at(file_loc(file))
+                            .hint("limits must be numbers >= 0 in Waldur units"),
+                        ),
+                    },
                     _ => diags.push(
                         Diagnostic::error(
                             "export-bad-field",
@@ -290,6 +315,7 @@ pub fn load_export(dir: &Path) -> Result<Export, Vec<Diagnostic>> {
                 for v in &items {
                     team.push(Member {
                         username: opt_str(v, "username"),
+                        full_name: opt_str(v, "full_name"),
                         offering_user_username: opt_str(v, "offering_user_username"),
                         offering_user_state: opt_str(v, "offering_user_state"),
                     });

@@ -52,9 +52,28 @@ fn site1_counts_and_warnings() {
     let codes: Vec<&str> = b.warnings.iter().map(|w| w.code).collect();
     assert!(codes.contains(&"waldur-unnamed-resource"), "{codes:?}");
     assert!(codes.contains(&"waldur-component-dropped"), "{codes:?}");
-    // Deleted/Deleting offering users are gone, Requested/Pending ones are kept.
-    assert!(!b.yaml.contains("ghost") && !b.yaml.contains("leaver"));
-    assert!(b.yaml.contains("newbie") && b.yaml.contains("linking"));
+    // Users in unusable offering-user states stay (the agent re-adds every team member), each
+    // with a warning naming the user; the member without a username is a warning too.
+    for u in ["ghost", "leaver", "broken", "newbie", "linking"] {
+        assert!(b.yaml.contains(&format!("{{name: {u}, fairshare: parent}}")), "{u}");
+    }
+    for (u, st) in [("ghost", "Deleted"), ("leaver", "Deleting"), ("broken", "Error creating")] {
+        assert!(
+            b.warnings.iter().any(|w| w.code == "waldur-user-unusable"
+                && w.message.contains(&format!("`{u}`"))
+                && w.message.contains(st)),
+            "{u}: {:#?}",
+            b.warnings
+        );
+    }
+    assert!(!b.warnings.iter().any(|w| w.code == "waldur-user-unusable" && w.message.contains("newbie")));
+    assert!(
+        b.warnings.iter().any(|w| w.code == "waldur-member-without-username"
+            && w.message.contains("`nobody@example.org`")
+            && w.message.contains("hpc_a_genome-2026")),
+        "{:#?}",
+        b.warnings
+    );
     // terminated / terminating / creating resources are absent
     for gone in ["hpc_a_legacy", "hpc_a_docking", "hpc_a_cosmo"] {
         assert!(!b.yaml.contains(gone), "{gone}");
@@ -69,7 +88,13 @@ fn levers_land_where_the_spec_says() {
     let c = d("nested-common");
     let rocket = &c.clusters[&n("rocket")];
     let assembly = &rocket.accounts[&n("hpc_a_assembly")];
-    assert_eq!(assembly.assoc.default_qos, Some(n("paused")));
+    // the agent never introduces a DefaultQOS; attributes.qos is not an account QoS
+    assert_eq!(assembly.assoc.qos, crate::model::QosList::Set([n("paused")].into()));
+    assert_eq!(assembly.assoc.default_qos, None);
+    let genome = &rocket.accounts[&n("hpc_a_genome-2026")];
+    assert_eq!((genome.assoc.qos.display(), genome.assoc.default_qos.clone()), ("normal".to_string(), None));
+    // every user association has Share=parent, as the agent's adds
+    assert!(rocket.users.iter().all(|(_, a)| a.limits.fairshare == Some(crate::model::values::Fairshare::Parent)));
     assert_eq!(rocket.accounts[&n("hpc_p_materials")].parent, n("hpc_c_taltech"));
     assert_eq!(rocket.defaults[&n("alice")], n("hpc_default"));
     assert!(rocket.accounts[&n("hpc_a_vision")].assoc == rocket.accounts[&n("hpc_a_vision")].assoc);
@@ -102,9 +127,10 @@ fn levers_land_where_the_spec_says() {
         .collect();
     assert_eq!(parts, vec![Some("cpu".to_string()), Some("gpu".to_string())]);
     assert!(rocket.users.keys().any(|k| k.account == n("hpc_a_swarm") && k.partition == Some(n("batch"))));
-    // individual: the first allocation by name; flat: projects under parent_account, no defaults
+    // individual: no default named (the planner keeps the one the agent set last while valid);
+    // flat: projects under parent_account, no defaults
     let c = d("nested-individual");
-    assert_eq!(c.clusters[&n("rocket")].defaults[&n("alice")], n("hpc_a_genome-2026"));
+    assert!(c.clusters[&n("rocket")].defaults.is_empty());
     assert_eq!(c.scope.roots.iter().map(|r| r.to_string()).collect::<Vec<_>>(), vec!["hpc_customers"]);
     let c = d("flat-none");
     let rocket = &c.clusters[&n("rocket")];
@@ -213,7 +239,7 @@ fn a_live_resource_without_a_team_file_is_an_error() {
     let d = export_dir(&[
         (
             "resources.json",
-            r#"[{"uuid":"0123456789abcdef0123456789abcdef","state":"OK","slug":"x","project_uuid":"p","project_slug":"p","customer_uuid":"c","customer_slug":"c","unknown":1}]"#,
+            r#"[{"uuid":"0123456789abcdef0123456789abcdef","state":"OK","slug":"x","project_uuid":"p","project_slug":"p","customer_uuid":"c","customer_slug":"c","limits":{},"unknown":1}]"#,
         ),
         ("offering-users.json", "[]"),
     ]);
@@ -248,7 +274,7 @@ fn common_policy_with_root_as_default_account_is_refused() {
 fn duplicate_account_names_warn_and_keep_the_first() {
     let r = |u: &str| {
         format!(
-            r#"{{"uuid":"{u}","state":"OK","backend_id":"a_same","project_uuid":"p","project_slug":"p","customer_uuid":"c","customer_slug":"c"}}"#
+            r#"{{"uuid":"{u}","state":"OK","backend_id":"a_same","project_uuid":"p","project_slug":"p","customer_uuid":"c","customer_slug":"c","limits":{{}}}}"#
         )
     };
     let u1 = "0123456789abcdef0123456789abcde1";
@@ -265,6 +291,76 @@ fn duplicate_account_names_warn_and_keep_the_first() {
     assert_eq!(b.allocations, 1);
     assert!(
         b.warnings.iter().any(|w| w.code == "waldur-duplicate-account" && w.message.contains(u2)),
+        "{:#?}",
+        b.warnings
+    );
+}
+
+fn one_resource(limits: &str, team: &str) -> (tempfile::TempDir, Settings) {
+    let u = "0123456789abcdef0123456789abcdef";
+    let d = export_dir(&[
+        (
+            "resources.json",
+            &format!(
+                r#"[{{"uuid":"{u}","name":"R","state":"OK","slug":"x","project_uuid":"p","project_slug":"p","customer_uuid":"c","customer_slug":"c"{limits}}}]"#
+            ),
+        ),
+        ("offering-users.json", "[]"),
+        (&format!("team-{u}.json"), team),
+    ]);
+    let (s, _) = config("offerings:\n- {name: a, backend_type: slurm, backend_settings: {default_account: d, root_account: top, customer_prefix: c_, project_prefix: p_, allocation_prefix: a_, cluster_name: k, default_partition: debug}, backend_components: {cpu: {unit_factor: 60000}, mem: {unit_factor: 61440}}}\n").unwrap();
+    (d, s)
+}
+
+#[test]
+fn missing_or_null_limits_are_errors_naming_the_resource_and_empty_limits_an_info() {
+    for limits in ["", r#","limits":null"#] {
+        let (d, _) = one_resource(limits, "[]");
+        let e = load_export(d.path()).unwrap_err();
+        assert!(
+            e.iter()
+                .any(|d| d.code == "export-missing-limits" && d.message.contains("0123456789abcdef0123456789abcdef")),
+            "{limits}: {e:#?}"
+        );
+    }
+    let (d, s) = one_resource(r#","limits":{}"#, "[]");
+    let b = build(&s, &load_export(d.path()).unwrap(), &BuildOptions::default()).unwrap();
+    assert!(b.infos.iter().any(|i| i.contains("has no limits (`{}`)") && i.contains("a_x")), "{:?}", b.infos);
+    assert!(!b.yaml.contains("grp_tres_mins"));
+}
+
+#[test]
+fn limits_that_round_to_zero_are_errors_and_zero_limits_warnings() {
+    let (d, s) = one_resource(r#","limits":{"cpu":1e-7,"mem":0}"#, "[]");
+    let e = build(&s, &load_export(d.path()).unwrap(), &BuildOptions::default()).unwrap_err();
+    assert!(
+        e.iter().any(|d| d.is_error() && d.code == "waldur-limit-rounds-to-zero" && d.message.contains("`cpu`")),
+        "{e:#?}"
+    );
+    assert!(
+        e.iter().any(|d| !d.is_error() && d.code == "waldur-zero-limit" && d.message.contains("`mem` = 0")),
+        "{e:#?}"
+    );
+    let (d, s) = one_resource(r#","limits":{"cpu":2,"mem":0}"#, "[]");
+    let b = build(&s, &load_export(d.path()).unwrap(), &BuildOptions::default()).unwrap();
+    assert!(b.yaml.contains("grp_tres_mins: {cpu: 120000, mem: 0}"), "{}", b.yaml);
+    assert!(b.warnings.iter().any(|w| w.code == "waldur-zero-limit"), "{:#?}", b.warnings);
+}
+
+#[test]
+fn common_with_default_partition_declares_the_default_association_there_as_the_agent_adds_it() {
+    let team = r#"[{"url":"u","uuid":"aa","username":"al@x","full_name":"Al","role":"PROJECT.MEMBER","expiration_time":null,"offering_user_username":"al","offering_user_state":"OK"},
+                  {"url":"u","uuid":"bb","username":"nn@x","full_name":"No Name","role":"PROJECT.MEMBER","expiration_time":null,"offering_user_username":null,"offering_user_state":null}]"#;
+    let (d, s) = one_resource(r#","limits":{"cpu":1}"#, team);
+    let b = build(&s, &load_export(d.path()).unwrap(), &BuildOptions::default()).unwrap();
+    let c = desired::load_str(Path::new("x.yaml"), &b.yaml).unwrap();
+    let k = &c.clusters[&crate::model::Name::from_static("k")];
+    let keys: Vec<String> = k.users.keys().map(|u| format!("{}@{}:{:?}", u.user, u.account, u.partition)).collect();
+    assert_eq!(keys, vec!["al@a_x:Some(Name(\"debug\"))", "al@d:Some(Name(\"debug\"))"], "{}", b.yaml);
+    // the agent's `add user ... Partition=P` has no `Share=parent` (its other adds do)
+    assert!(b.yaml.contains("- {name: al, partition: debug}\n"), "{}", b.yaml);
+    assert!(
+        b.warnings.iter().any(|w| w.code == "waldur-member-without-username" && w.message.contains("`nn@x`")),
         "{:#?}",
         b.warnings
     );

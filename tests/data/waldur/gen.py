@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Regenerate tests/data/waldur/site1 (export + current-state snapshot). Deterministic.
 
+Every export object has the shape of the Waldur API (waldur-api-client 8.1.2 models:
+`Resource`, `ProjectUser`, `OfferingUser`): uuids as 32 hex digits, urls, team entries with
+`expiration_time` and `email`. tests/interop/check_shapes.py parses them with those models.
+
 The export is "now"; the snapshot is the cluster as the last sync left it ("before"): project
 materials still under customer tartu, the paused/downscaled resources still active, the
 terminated resource still present."""
@@ -65,7 +69,9 @@ res("sensors", "robotics", limits={"cpu": 22}, users=[38, 39, 0])
 # a resource without slug or backend_id (skipped with a warning)
 res(None, "astro", backend_id=None, limits={"cpu": 1}, users=[5], name="Unnamed trial")
 
-EXTRA_USERS = {"ghost": "Deleted", "leaver": "Deleting", "newbie": "Requested", "linking": "Pending account linking"}
+EXTRA_USERS = {"ghost": "Deleted", "leaver": "Deleting", "newbie": "Requested", "linking": "Pending account linking",
+               "broken": "Error creating"}
+API = "https://waldur.example.org/api"
 
 def backend_id(r):
     if r["backend_id"] == "default":
@@ -76,14 +82,20 @@ def resource_json(i, r, now=True):
     p = r["project"]
     cust = projects[p][0 if now else 1]
     key = r["slug"] or f"unnamed-{i}"
+    u = uid("res-" + key)
     return {
-        "uuid": uid("res-" + key), "name": r["name"], "slug": r["slug"], "backend_id": backend_id(r) or "",
-        "state": r["state"], "project_uuid": uid("proj-" + p), "project_slug": p,
-        "project_name": projects[p][2], "customer_uuid": uid("cust-" + cust), "customer_slug": cust,
-        "customer_name": customers[cust], "restrict_member_access": r["restricted"],
+        "url": f"{API}/marketplace-provider-resources/{u}/",
+        "uuid": u, "name": r["name"], "slug": r["slug"] or "", "backend_id": backend_id(r) or "",
+        "state": r["state"], "resource_type": "SLURM.Allocation",
+        "project": f"{API}/projects/{uid('proj-' + p)}/", "project_uuid": uid("proj-" + p), "project_slug": p,
+        "project_name": projects[p][2], "project_description": "",
+        "customer_uuid": uid("cust-" + cust), "customer_slug": cust, "customer_name": customers[cust],
+        "restrict_member_access": r["restricted"],
         "paused": r["paused"], "downscaled": r["downscaled"], "limits": r["limits"],
         "attributes": r["attrs"], "offering_backend_id": CLUSTER, "end_date": "2026-12-31",
-        "offering_uuid": uid("offering"), "created": "2025-01-01T00:00:00Z", "some_future_field": {"x": 1},
+        "offering": f"{API}/marketplace-provider-offerings/{uid('offering')}/",
+        "offering_uuid": uid("offering"), "offering_name": "Rocket HPC", "offering_type": "Marketplace.Slurm",
+        "created": "2025-01-01T00:00:00Z", "modified": "2026-12-01T00:00:00Z", "some_future_field": {"x": 1},
     }
 
 def write(path, obj):
@@ -99,21 +111,28 @@ def main():
     write(os.path.join(exp, "resources-2.json"), res_json[12:])
     for i, r in enumerate(R):
         members = []
+        def member(name, full, ou_name, state):
+            m = uid("user-" + name)
+            return {"url": f"{API}/users/{m}/", "uuid": m, "username": name + "@example.org", "full_name": full,
+                    "role": "PROJECT.MEMBER", "expiration_time": None, "email": name + "@example.org",
+                    "offering_user_username": ou_name, "offering_user_state": state}
         for j in r["users"]:
             u = USERS[j]
-            members.append({"uuid": uid("user-" + u), "username": u + "@example.org", "full_name": u.title(),
-                            "role": "PROJECT.MEMBER", "offering_user_username": u, "offering_user_state": "OK"})
+            members.append(member(u, u.title(), u, "OK"))
         if r["slug"] == "genome-2026":
             for u, st in EXTRA_USERS.items():
-                members.append({"uuid": uid("user-" + u), "username": u + "@example.org", "full_name": u,
-                                "role": "PROJECT.MEMBER", "offering_user_username": u, "offering_user_state": st})
-            members.append({"uuid": uid("user-nobody"), "username": "nobody@example.org", "full_name": "No Body",
-                            "role": "PROJECT.MEMBER", "offering_user_username": None, "offering_user_state": None})
+                members.append(member(u, u, u, st))
+            members.append(member("nobody", "No Body", None, None))
         write(os.path.join(exp, f"team-{res_json[i]['uuid']}.json"), members)
-    ou = [{"uuid": uid("ou-" + u), "user_uuid": uid("user-" + u), "username": u, "state": "OK",
-           "offering_uuid": uid("offering")} for u in USERS]
-    ou += [{"uuid": uid("ou-" + u), "user_uuid": uid("user-" + u), "username": u, "state": st} for u, st in EXTRA_USERS.items()]
-    ou.append({"uuid": uid("ou-nobody"), "user_uuid": uid("user-nobody"), "username": None, "state": "Requested"})
+    def ou_json(u, st):
+        o = uid("ou-" + (u or "nobody"))
+        return {"url": f"{API}/marketplace-offering-users/{o}/", "uuid": o, "user_uuid": uid("user-" + (u or "nobody")),
+                "user_username": (u or "nobody") + "@example.org", "username": u, "state": st,
+                "offering_uuid": uid("offering"), "offering_name": "Rocket HPC", "created": "2025-01-01T00:00:00Z",
+                "is_restricted": False}
+    ou = [ou_json(u, "OK") for u in USERS]
+    ou += [ou_json(u, st) for u, st in EXTRA_USERS.items()]
+    ou.append(ou_json(None, "Requested"))
     write(os.path.join(exp, "offering-users-1.json"), ou[:25])
     write(os.path.join(exp, "offering-users-2.json"), ou[25:])
 
@@ -142,19 +161,20 @@ def main():
             continue
         a = (backend_id(r) or "hpc_a_" + r["slug"]).lower()
         tm = ",".join(f"{k}={int(v * factors[k])}" for k, v in sorted(r["limits"].items()) if k in factors)
-        qos = "normal" + (",gpu_long" if r["attrs"].get("qos") == "gpu_long" else "")
-        qos = ",".join(sorted(qos.split(",")))
-        assocs.append(f"{CLUSTER}|{a}|||hpc_p_{r['project']}|1||||{tm}|||||||{qos}|normal")
+        # As the agent leaves it: no DefaultQOS; QoS inherited (`normal` from root), or explicit
+        # `normal` after a restore; genome-2026 was given gpu_long by hand.
+        qos = {"genome-2026": "gpu_long,normal", "lattice": "normal", "swarm": "normal"}.get(r["slug"], "")
+        assocs.append(f"{CLUSTER}|{a}|||hpc_p_{r['project']}|1||||{tm}|||||||{qos}|")
         descr[a], org[a] = r["name"].lower(), "hpc_p_" + r["project"]
         if r["restricted"]:
             continue
         parts = [None]
         for j in r["users"]:
             u = USERS[j]
-            assocs.append(f"{CLUSTER}|{a}|{u}|||1||||||||||||")
+            assocs.append(f"{CLUSTER}|{a}|{u}|||parent||||||||||||")
             members.add(u)
     for u in sorted(members):
-        assocs.append(f"{CLUSTER}|hpc_default|{u}|||1||||||||||||")
+        assocs.append(f"{CLUSTER}|hpc_default|{u}|||parent||||||||||||")
         defaults[u] = "hpc_default"
     defaults["walter"] = "local_lab"
     st = os.path.join(SITE, "state")
