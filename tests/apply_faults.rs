@@ -355,7 +355,7 @@ fn reads_that_do_not_fit_together_are_taken_again() {
     let site = Site::new();
     let r = site.apply_with(&[("FAKE_SACCTMGR_RACE_READS", "3")], &[]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.contains("cannot parse, 3 reads in a row"), "{}", r.stderr);
+    assert!(r.stderr.contains("did not fit together, 3 times in a row"), "{}", r.stderr);
     assert!(r.stderr.contains("live:assocs.txt"), "{}", r.stderr);
     assert_eq!(site.calls(), 0, "nothing may be written");
 
@@ -369,6 +369,62 @@ fn reads_that_do_not_fit_together_are_taken_again() {
     let r = site.slurmplan(&["dump", "-o", out.to_str().unwrap()], &[("FAKE_SACCTMGR_RACE_READS", "1")]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(!std::fs::read_to_string(out.join("assocs.txt")).unwrap().contains("racing|"));
+}
+
+/// A live read is not cut at any size: a site whose association read prints more than 1 MiB
+/// plans live exactly as from its snapshot, and `dump` writes the read back byte for byte.
+#[test]
+fn a_live_read_larger_than_1_mib_is_read_whole() {
+    let site = Site::new();
+    let big = site.path("big");
+    let g = std::process::Command::new(env!("CARGO_BIN_EXE_slurmplan-gen"))
+        .args(["--out", big.to_str().unwrap(), "--accounts", "400", "--users", "6000", "--assocs", "40000"])
+        .output()
+        .unwrap();
+    assert!(g.status.success(), "{g:?}");
+    for f in std::fs::read_dir(big.join("state")).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), site.state().join(f.file_name())).unwrap();
+    }
+    let assocs = std::fs::read(site.state().join("assocs.txt")).unwrap();
+    assert!(assocs.len() > 1 << 20, "the site must print more than 1 MiB, has {}", assocs.len());
+    let desired = big.join("desired.yaml");
+    let args = ["plan", "-d", desired.to_str().unwrap(), "--format", "json", "--allow-mass-delete"];
+    let live = site.slurmplan(&args, &[]);
+    assert_eq!(live.code, 0, "{}", live.stderr);
+    let snap_dir = big.join("state");
+    let mut snap_args = args.to_vec();
+    snap_args.extend(["--state", snap_dir.to_str().unwrap()]);
+    let snap = site.slurmplan(&snap_args, &[]);
+    assert_eq!(snap.code, 0, "{}", snap.stderr);
+    assert!(live.stdout.len() > 1000);
+    assert_eq!(live.stdout, snap.stdout);
+    let out = site.path("dumped");
+    let d = site.slurmplan(&["dump", "-o", out.to_str().unwrap()], &[]);
+    assert_eq!(d.code, 0, "{d:?}");
+    assert!(std::fs::read(out.join("assocs.txt")).unwrap() == assocs, "dump must write the read whole");
+}
+
+/// A problem in the data (a cell slurmplan cannot read) is reported with its row, once: it is
+/// not read again (reading again prints the same), and it is not called a slurmplan bug.
+#[test]
+fn a_data_problem_is_not_read_again() {
+    let site = Site::new();
+    let path = site.state().join("assocs.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    let mut cells: Vec<&str> = first.split('|').collect();
+    cells[11] = "many";
+    let bad = cells.join("|");
+    std::fs::write(&path, text.replacen(&first, &bad, 1)).unwrap();
+    let r = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(!r.stderr.contains("reading again"), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("in the row `{bad}`")), "{}", r.stderr);
+    assert!(r.stderr.contains("slurmdbd holds data slurmplan cannot read"), "{}", r.stderr);
+    assert!(!r.stderr.contains("bug"), "{}", r.stderr);
+    let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
+    assert_eq!(log.lines().count(), 6, "one read of each: {log}");
 }
 
 /// Without --sacctmgr, `--agent-config` takes sacctmgr from the site-agent config's

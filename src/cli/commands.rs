@@ -103,31 +103,39 @@ pub fn read_state(g: &Global, dir: Option<&Path>, progress: bool) -> Result<Stat
             if progress {
                 eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
             }
-            read_live(&r, progress).map(|(_, state)| state)
+            read_live(&r, live::Keep::Parsed, progress).map(|(_, state)| state)
         }
     }
 }
 
 /// The live reads, taken again while they do not fit together (`live::read_consistent`); a
 /// note on stderr per retry when `progress` (cron reports stay quiet unless it fails).
-fn read_live(r: &dyn slurmplan::sacctmgr::runner::Runner, progress: bool) -> Result<(parse::RawReads, State), Failure> {
+/// With `keep` = `Keep::Text` the raw outputs are kept whole (for a snapshot); otherwise the
+/// association read is only parsed as it arrives.
+fn read_live(
+    r: &dyn slurmplan::sacctmgr::runner::Runner,
+    keep: live::Keep,
+    progress: bool,
+) -> Result<(parse::RawReads, State), Failure> {
     let retrying = |attempt: usize, d: &[Diagnostic]| {
         if progress {
             let first = d.first().map(|d| d.message.as_str()).unwrap_or("");
             eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
         }
     };
-    live::read_consistent(r, retrying).map_err(|e| match e {
+    live::read_consistent(r, keep, retrying).map_err(|e| match e {
         live::ReadError::Live(e) => Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
             "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",
         ),
-        live::ReadError::Unparsable(mut d) => {
+        live::ReadError::Unparsable { diags: mut d, attempts, out_of_step: true } => {
             print_diags(&mut d);
-            Failure::new(format!(
-                "sacctmgr printed output slurmplan cannot parse, {} reads in a row",
-                live::READ_ATTEMPTS
-            ))
-            .hint("if another tool was changing slurmdbd meanwhile, run again when it is done; if not, the lines above are a slurmplan bug worth reporting with the rows they quote")
+            Failure::new(format!("sacctmgr's reads did not fit together, {attempts} times in a row"))
+                .hint("something keeps writing to slurmdbd between the reads; run again when it is done")
+        }
+        live::ReadError::Unparsable { diags: mut d, .. } => {
+            print_diags(&mut d);
+            Failure::new("slurmdbd holds data slurmplan cannot read (the rows are quoted above)")
+                .hint("correct those values with sacctmgr, or take a snapshot (`slurmplan dump -o DIR`) and report the rows if sacctmgr accepts them as they are")
         }
     })
 }
@@ -407,7 +415,7 @@ fn dump(g: &Global, a: DumpArgs) -> Outcome {
     let r = runner(g)?;
     let version = live::version(&r).map_err(|e| Failure::new("cannot run `sacctmgr -V`").cause(e.to_string()))?;
     // Parsed before writing: a snapshot slurmplan cannot read back is not written.
-    let (raw, state) = read_live(&r, true).map_err(|f| f.cause("no snapshot was written"))?;
+    let (raw, state) = read_live(&r, live::Keep::Text, true).map_err(|f| f.cause("no snapshot was written"))?;
     let clusters = state.clusters.keys().map(|c| c.to_string()).collect();
     let manifest = snapshot::Manifest::new(version, slurmplan::apply::rfc3339(std::time::SystemTime::now()), clusters);
     snapshot::write_dir(&a.output, &raw.to_files(), &manifest)
