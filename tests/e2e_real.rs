@@ -560,3 +560,33 @@ fn export_of_a_real_state_plans_empty() {
     let p = slurmplan(&["plan", "-d", dir_str(&exported2), "--detailed-exitcode"]);
     assert_eq!(p.code, 0, "the dump's export does not match live:\n{}\n{}", p.stdout, p.stderr);
 }
+
+/// Names as slurmdbd holds them: unmanaged users and accounts with any characters real
+/// sacctmgr stores (`john@uni.ee`, `a+b`, `x:y`, `ü`, `sp ace`) are read and left alone, and
+/// managed users may use `@`, `+`, `:` (what survives sacctmgr's argument parsing, `where`
+/// matching and `-P` output on 22.05 and 24.11): apply converges and the names are stored as
+/// written.
+#[test]
+fn odd_names_round_trip() {
+    if testbed().is_none() {
+        return;
+    }
+    let s = Site::new("names");
+    let c = format!("cluster={}", s.cluster);
+    seed(&["add", "account", "acc sp", &c]);
+    seed(&["add", "user", "john@uni.ee,a+b,x:y,ü,sp ace", "account=acc sp", &c]);
+    let yaml = "version: 1\nmanaged:\n  prefixes: [n_]\nclusters:\n  CLUSTER:\n    accounts:\n      n_team:\n        users: [\"sssd@uni.ee\", \"p+q\", \"r:s\", \"t~u\"]\n";
+    s.converge(yaml);
+    let rows = assocs(&s.cluster);
+    for u in ["sssd@uni.ee", "p+q", "r:s", "t~u"] {
+        assert!(rows.iter().any(|r| r.starts_with(&format!("n_team|{u}|"))), "{u} in {rows:?}");
+    }
+    for u in ["john@uni.ee", "a+b", "x:y", "ü", "sp ace"] {
+        assert!(rows.iter().any(|r| r.starts_with(&format!("acc sp|{u}|"))), "{u} untouched in {rows:?}");
+    }
+    // a name sacctmgr would mangle is refused in the desired file, with the reason
+    let bad = s.desired(&yaml.replace("t~u", "v|w"));
+    let r = slurmplan(&["plan", "-d", dir_str(&bad), "--color", "never"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("`|`"), "{}", r.stderr);
+}
