@@ -590,3 +590,46 @@ fn odd_names_round_trip() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("`|`"), "{}", r.stderr);
 }
+
+/// A saved plan stays valid while others write elsewhere on slurmdbd, and is refused when
+/// something it depends on changes: an unmanaged account and user added on the same cluster
+/// leave it valid (apply converges); a user added under a managed account makes it stale.
+#[test]
+fn saved_plan_survives_unrelated_writes_only() {
+    if testbed().is_none() {
+        return;
+    }
+    let s = Site::new("scope");
+    let c = format!("cluster={}", s.cluster);
+    let base =
+        "version: 1\nmanaged:\n  prefixes: [m_]\nclusters:\n  CLUSTER:\n    accounts:\n      m_one: {users: [ann]}\n";
+    s.converge(base);
+    let d = s.desired(&base.replace("users: [ann]", "users: [ann, bea]"));
+    let planfile = s.path("plan.json");
+    let p = slurmplan(&["plan", "-d", dir_str(&d), "-o", dir_str(&planfile)]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    // unrelated: another tool's account and user on the same cluster
+    seed(&["add", "account", "other_team", &c]);
+    seed(&["add", "user", "zed", "account=other_team", &c]);
+    let r = slurmplan(&["apply", dir_str(&planfile)]);
+    assert_eq!(r.code, 0, "a write outside the plan's scope must leave it valid:\n{}", r.stderr);
+    assert!(assocs(&s.cluster).iter().any(|r| r.starts_with("m_one|bea|")));
+    assert!(assocs(&s.cluster).iter().any(|r| r.starts_with("other_team|zed|")));
+    // inside: a user added under the managed account after planning
+    let d = s.desired(&base.replace("m_one: {users: [ann]}\n", "m_one: {users: [ann]}\n      m_two: {users: [cy]}\n"));
+    let p = slurmplan(&["plan", "-d", dir_str(&d), "-o", dir_str(&planfile)]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    seed(&["add", "user", "dan", "account=m_one", &c]);
+    let r = slurmplan(&["apply", dir_str(&planfile)]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("stale"), "{}", r.stderr);
+    // inside too: the DefaultAccount of a user the plan touches
+    seed(&["delete", "user", "where", "name=dan", "account=m_one", &c]);
+    let p = slurmplan(&["plan", "-d", dir_str(&d), "-o", dir_str(&planfile)]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    seed(&["add", "user", "ann", "account=other_team", &c]);
+    seed(&["modify", "user", "where", "name=ann", &c, "set", "defaultaccount=other_team"]);
+    let r = slurmplan(&["apply", dir_str(&planfile)]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("stale"), "{}", r.stderr);
+}

@@ -7,7 +7,6 @@ use std::time::{Duration, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use slurmplan::apply::{self, Observer, journal::Journal, lock};
-use slurmplan::model::fingerprint::fingerprint;
 use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
 
@@ -76,7 +75,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             }
             let _locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
             let current = current_state(g, None)?;
-            let now = fingerprint(&current);
+            let now = plan.fingerprint_of(&current);
             if now != plan.current_fingerprint {
                 return Err(Failure::new(format!(
                     "the plan `{}` is stale: the accounting state changed since it was computed",
@@ -123,7 +122,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
     let locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
     // The state may have changed while the plan was shown: re-read under the lock.
     let again = current_state(g, None)?;
-    if fingerprint(&again) != plan.current_fingerprint {
+    if plan.fingerprint_of(&again) != plan.current_fingerprint {
         return Err(Failure::new("the accounting state changed while the plan was shown; nothing was applied")
             .hint("run `slurmplan apply -d ...` again"));
     }

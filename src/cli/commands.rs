@@ -334,6 +334,9 @@ pub fn build_plan(
             .cause(e.to_string())
             .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file")
     })?;
+    // The fingerprint covers what the plan depends on (model::fingerprint::Scope), so that
+    // writes elsewhere on a busy slurmdbd leave a saved plan valid.
+    plan.narrow_to(&current, slurmplan::model::fingerprint::Scope::of(&current, desired, &resolved.managed));
     t.mark("order");
     // A one-shot process: freeing a million associations only costs time before exit.
     std::mem::forget(resolved);
