@@ -141,7 +141,7 @@ fn unknown_format_version_is_refused() {
     let site = Site::new();
     let (p, _) = site.plan_file();
     let text = std::fs::read_to_string(&p).unwrap();
-    let edited = text.replacen("\"format_version\": 1", "\"format_version\": 99", 1);
+    let edited = text.replacen("\"format_version\": 2", "\"format_version\": 99", 1);
     assert_ne!(edited, text);
     std::fs::write(&p, edited).unwrap();
     let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
