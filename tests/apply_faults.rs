@@ -405,6 +405,19 @@ fn a_live_read_larger_than_1_mib_is_read_whole() {
     assert!(std::fs::read(out.join("assocs.txt")).unwrap() == assocs, "dump must write the read whole");
 }
 
+/// `apply -d` takes the lock, then reads the state once to plan from (and once more to verify):
+/// no second read after the confirmation.
+#[test]
+fn apply_d_reads_once_before_applying() {
+    let site = Site::new();
+    let _ = std::fs::remove_file(site.state().join("argv.log"));
+    let r = site.apply_with(&[], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
+    let reads = log.lines().filter(|l| l.contains("\"-n\",\"-P\"")).count();
+    assert_eq!(reads, 12, "one live read to plan and one to verify, 6 calls each:\n{log}");
+}
+
 /// A problem in the data (a cell slurmplan cannot read) is reported with its row, once: it is
 /// not read again (reading again prints the same), and it is not called a slurmplan bug.
 #[test]
