@@ -418,6 +418,43 @@ fn apply_d_reads_once_before_applying() {
     assert_eq!(reads, 12, "one live read to plan and one to verify, 6 calls each:\n{log}");
 }
 
+/// A user named with a `|` (slurmdbd stores one; `-P` prints it unescaped) makes rows that
+/// cannot be split. Under an account slurmplan does not manage they are reported with their
+/// file:line and left alone, and the plan is made; under a managed account nothing is planned.
+#[test]
+fn rows_that_cannot_be_split_fail_only_inside_the_managed_scope() {
+    let with_row = |account: &str| {
+        let site = Site::new();
+        let path = site.state().join("assocs.txt");
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&format!("rocket|{account}|pi|pe|||1||||||||||||\n"));
+        std::fs::write(&path, text).unwrap();
+        let d = site.state().join("defaults.txt");
+        let mut text = std::fs::read_to_string(&d).unwrap();
+        text.push_str(&format!("rocket|pi|pe|{account}\n"));
+        std::fs::write(&d, text).unwrap();
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        (site, lines)
+    };
+    let (site, line) = with_row("physics_local");
+    let r = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr
+            .contains(&format!("live:assocs.txt:{line}: warning[bad-snapshot]: the row `rocket|physics_local|pi|pe|")),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("outside the managed scope"), "{}", r.stderr);
+    assert!(r.stdout.contains("Plan:"), "{}", r.stdout);
+    let (site, line) = with_row("hpc_a_lattice");
+    let r = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains(&format!("live:assocs.txt:{line}: error[bad-snapshot]")), "{}", r.stderr);
+    assert!(r.stderr.contains("managed account `hpc_a_lattice`"), "{}", r.stderr);
+    assert!(r.stderr.contains("nothing was planned"), "{}", r.stderr);
+}
+
 /// A problem in the data (a cell slurmplan cannot read) is reported with its row, once: it is
 /// not read again (reading again prints the same), and it is not called a slurmplan bug.
 #[test]

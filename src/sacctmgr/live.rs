@@ -7,7 +7,7 @@
 //! naming the command and sacctmgr's message; nothing is guessed from partial output. No
 //! printing.
 
-use super::parse::{self, AssocStream, RawReads, Source};
+use super::parse::{self, AssocStream, RawReads, Source, Unsplit};
 use super::reads::{self, READS, Read};
 use super::runner::{Output, RunError, Runner};
 use crate::diag::Diagnostic;
@@ -136,7 +136,8 @@ pub enum ReadError {
     },
 }
 
-/// Take every read and parse them together, reading again when they do not fit.
+/// Take every read and parse them together, reading again when they do not fit. Rows that
+/// cannot be split ([`Unsplit`]) are left out of the state and returned beside it.
 ///
 /// The reads are separate sacctmgr calls, not one transaction: a writer between them (another
 /// agent, an admin) can leave them out of step, e.g. associations of a cluster that was added
@@ -148,12 +149,12 @@ pub fn read_consistent(
     runner: &dyn Runner,
     keep: Keep,
     mut retrying: impl FnMut(usize, &[Diagnostic]),
-) -> Result<(RawReads, State), ReadError> {
+) -> Result<(RawReads, State, Vec<Unsplit>), ReadError> {
     let mut attempt = 1;
     loop {
         let (raw, assocs) = read_all(runner, keep).map_err(ReadError::Live)?;
         match parse::parse_state_streamed(&raw, assocs) {
-            Ok(state) => return Ok((raw, state)),
+            Ok((state, unsplit)) => return Ok((raw, state, unsplit)),
             Err(diags) => {
                 let out_of_step = diags.iter().any(parse::is_out_of_step);
                 if attempt >= READ_ATTEMPTS || !out_of_step {

@@ -176,6 +176,55 @@ impl RawReads {
     }
 }
 
+/// A row with more `|` than its read has columns: a `|` inside a name (slurmdbd stores one and
+/// `-P` does not escape it), so its cells cannot be told apart. It is left out of the state
+/// and reported; planning refuses it only when it may belong to the managed scope
+/// ([`Unsplit::names`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsplit {
+    pub file: PathBuf,
+    pub line: usize,
+    pub text: String,
+}
+
+impl Unsplit {
+    /// The first cell (clusters are named without `|`).
+    pub fn cluster(&self) -> &str {
+        self.text.split('|').next().unwrap_or("")
+    }
+
+    /// Every name the row may hold after its cluster: each run of adjacent cells joined with
+    /// `|`, non-empty ones only.
+    pub fn names(&self) -> BTreeSet<String> {
+        let cells: Vec<&str> = self.text.split('|').skip(1).collect();
+        let mut out = BTreeSet::new();
+        for i in 0..cells.len() {
+            for j in i + 1..=cells.len() {
+                let joined = cells[i..j].join("|");
+                if !joined.is_empty() {
+                    out.insert(joined);
+                }
+            }
+        }
+        out
+    }
+
+    /// A diagnostic naming the row, with `why` as its hint.
+    pub fn diagnostic(&self, error_: bool, why: &str) -> Diagnostic {
+        let message = format!(
+            "the row `{}` has more `|` than its {} columns (a `|` inside a name), so its cells cannot be told apart; it is left out",
+            self.text,
+            if self.file.to_string_lossy().contains(reads::DEFAULTS) {
+                DEFAULT_COLUMNS.len()
+            } else {
+                ASSOC_COLUMNS.len()
+            }
+        );
+        let d = if error_ { Diagnostic::error(CODE, message) } else { Diagnostic::warning(CODE, message) };
+        d.at(Location { file: self.file.clone(), line: self.line, column: 0 }).hint(why)
+    }
+}
+
 /// One line of `-n -P` output split into cells. `line` counts from 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row<'a> {
@@ -215,7 +264,7 @@ pub fn for_each_row<'a>(
     if text.is_empty() {
         return;
     }
-    rows_in_block(src, text, 1, columns, free_text_last, diags, f);
+    rows_in_block(src, text, 1, columns, free_text_last, diags, None, f);
 }
 
 /// The rows of `block` (whole lines without the final newline; its first line is line
@@ -227,6 +276,7 @@ fn rows_in_block<'a>(
     columns: &[&str],
     free_text_last: bool,
     diags: &mut Vec<Diagnostic>,
+    mut unsplit: Option<&mut Vec<Unsplit>>,
     mut f: impl FnMut(&Row<'a>, &mut Vec<Diagnostic>),
 ) -> usize {
     let n = columns.len().max(1);
@@ -245,6 +295,12 @@ fn rows_in_block<'a>(
             row.cells.extend(line.splitn(n, '|'));
         } else {
             split_cells(line, &mut row.cells);
+        }
+        if row.cells.len() > n
+            && let Some(u) = unsplit.as_deref_mut()
+        {
+            u.push(Unsplit { file: src.name.clone(), line: lineno, text: line.to_string() });
+            continue;
         }
         if row.cells.len() != n {
             let found = line.split('|').count();
@@ -513,6 +569,7 @@ pub struct AssocStream {
     /// An empty first line is held back: alone it is an empty output (`"\n"`).
     empty_first: bool,
     diags: Vec<Diagnostic>,
+    unsplit: Vec<Unsplit>,
 }
 
 impl AssocStream {
@@ -527,6 +584,7 @@ impl AssocStream {
             lines: 0,
             empty_first: false,
             diags: Vec::new(),
+            unsplit: Vec::new(),
         }
     }
 
@@ -559,22 +617,29 @@ impl AssocStream {
             return;
         }
         let text = String::from_utf8_lossy(bytes);
-        let AssocStream { src, rows, builder, diags, .. } = self;
-        self.lines += rows_in_block(src, &text, self.lines + 1, ASSOC_COLUMNS, false, diags, |row, diags| {
-            if let Some(r) = rows.parse(src, row, diags) {
-                builder.push(r, diags);
-            }
-        });
+        let AssocStream { src, rows, builder, diags, unsplit, .. } = self;
+        self.lines +=
+            rows_in_block(src, &text, self.lines + 1, ASSOC_COLUMNS, false, diags, Some(unsplit), |row, diags| {
+                if let Some(r) = rows.parse(src, row, diags) {
+                    builder.push(r, diags);
+                }
+            });
     }
 
     /// The rows' clusters once the read has ended; `clusters` are the names of `clusters.txt`.
-    fn finish(mut self, clusters: &BTreeSet<Name>, diags: &mut Vec<Diagnostic>) -> BTreeMap<Name, ClusterState> {
+    fn finish(
+        mut self,
+        clusters: &BTreeSet<Name>,
+        diags: &mut Vec<Diagnostic>,
+        unsplit: &mut Vec<Unsplit>,
+    ) -> BTreeMap<Name, ClusterState> {
         if !self.partial.is_empty() {
             let tail = std::mem::take(&mut self.partial);
             let tail = tail.strip_suffix(b"\r").unwrap_or(&tail);
             self.block(tail);
         }
         diags.append(&mut self.diags);
+        unsplit.append(&mut self.unsplit);
         self.builder.finish(clusters, diags)
     }
 }
@@ -956,7 +1021,18 @@ pub fn parse_qos(src: &Source) -> (BTreeMap<Name, Qos>, Vec<Diagnostic>) {
 }
 
 /// Parse all reads of a snapshot into a [`State`], or every problem found.
+/// Rows that cannot be split ([`Unsplit`]) are errors here; [`parse_state_unsplit`] sets them
+/// apart instead.
 pub fn parse_state(raw: &RawReads) -> Result<State, Vec<Diagnostic>> {
+    let (state, unsplit) = parse_state_unsplit(raw)?;
+    if unsplit.is_empty() {
+        return Ok(state);
+    }
+    Err(unsplit.iter().map(|u| u.diagnostic(true, "rename the object in slurmdbd (a name without `|`)")).collect())
+}
+
+/// [`parse_state`] with the rows that cannot be split left out of the state and returned.
+pub fn parse_state_unsplit(raw: &RawReads) -> Result<(State, Vec<Unsplit>), Vec<Diagnostic>> {
     // Association rows go straight into their clusters (no list of a million rows first).
     let rows_hint = raw.assocs.text.bytes().filter(|b| *b == b'\n').count() + 1;
     let mut assocs = AssocStream::new(&raw.assocs.name, rows_hint);
@@ -964,20 +1040,55 @@ pub fn parse_state(raw: &RawReads) -> Result<State, Vec<Diagnostic>> {
     parse_state_streamed(raw, assocs)
 }
 
-/// [`parse_state`] with the association read already fed to `assocs` (`raw.assocs` is not
-/// looked at): how a live read parses its largest output while it arrives.
-pub fn parse_state_streamed(raw: &RawReads, assocs: AssocStream) -> Result<State, Vec<Diagnostic>> {
+/// `defaults.txt` without its rows of more than three cells (set apart into `unsplit`), and
+/// for each kept line its line in the original.
+fn split_defaults(src: &Source, unsplit: &mut Vec<Unsplit>) -> Option<(Source, Vec<usize>)> {
+    let n = DEFAULT_COLUMNS.len();
+    if !src.text.lines().any(|l| l.split('|').count() > n) {
+        return None;
+    }
+    let mut kept = String::new();
+    let mut lines = Vec::new();
+    for (i, l) in src.text.lines().enumerate() {
+        if l.trim_end_matches('\r').split('|').count() > n {
+            unsplit.push(Unsplit { file: src.name.clone(), line: i + 1, text: l.trim_end_matches('\r').to_string() });
+        } else {
+            kept.push_str(l);
+            kept.push('\n');
+            lines.push(i + 1);
+        }
+    }
+    Some((Source::new(src.name.clone(), kept), lines))
+}
+
+/// [`parse_state_unsplit`] with the association read already fed to `assocs` (`raw.assocs` is
+/// not looked at): how a live read parses its largest output while it arrives.
+pub fn parse_state_streamed(raw: &RawReads, assocs: AssocStream) -> Result<(State, Vec<Unsplit>), Vec<Diagnostic>> {
     let mut diags = Vec::new();
+    let mut unsplit = Vec::new();
     let (clusters, d) = parse_clusters(&raw.clusters);
     diags.extend(d);
-    let mut cluster_states = assocs.finish(&clusters, &mut diags);
-    diags.extend(parse_defaults(&raw.defaults, &mut cluster_states));
+    let mut cluster_states = assocs.finish(&clusters, &mut diags, &mut unsplit);
+    match split_defaults(&raw.defaults, &mut unsplit) {
+        None => diags.extend(parse_defaults(&raw.defaults, &mut cluster_states)),
+        Some((kept, lines)) => {
+            let mut d = parse_defaults(&kept, &mut cluster_states);
+            for x in &mut d {
+                if let Some(loc) = &mut x.location
+                    && loc.line > 0
+                {
+                    loc.line = lines.get(loc.line - 1).copied().unwrap_or(loc.line);
+                }
+            }
+            diags.extend(d);
+        }
+    }
     let (accounts, d) = parse_accounts(&raw.accounts_descr, &raw.accounts_org);
     diags.extend(d);
     let (qos, d) = parse_qos(&raw.qos);
     diags.extend(d);
     if diags.is_empty() {
-        Ok(State { clusters: cluster_states, accounts, qos })
+        Ok((State { clusters: cluster_states, accounts, qos }, unsplit))
     } else {
         crate::diag::sort(&mut diags);
         cap_per_file(&mut diags);
