@@ -269,6 +269,7 @@ pub fn for_each_row<'a>(
 
 /// The rows of `block` (whole lines without the final newline; its first line is line
 /// `first_line` of `src`), as [`for_each_row`] takes them. Returns the number of lines.
+#[allow(clippy::too_many_arguments)] // the shape of the rows, where they go, where problems go
 fn rows_in_block<'a>(
     src: &Source,
     block: &'a str,

@@ -328,7 +328,7 @@ proptest! {
     #[test]
     fn streamed_in_pieces_is_the_same_as_whole(text in any_text(), cuts in proptest::collection::vec(0usize..80, 0..8)) {
         let r = raw("c1\n", &text, "", "root|r\n", "root|r\n", "");
-        let whole = parse_state(&r);
+        let whole = parse_state_unsplit(&r);
         let mut s = AssocStream::new("assocs.txt", 0);
         let bytes = text.as_bytes();
         let mut at = 0;
