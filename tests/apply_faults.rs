@@ -141,7 +141,7 @@ fn unknown_format_version_is_refused() {
     let site = Site::new();
     let (p, _) = site.plan_file();
     let text = std::fs::read_to_string(&p).unwrap();
-    let edited = text.replacen("\"format_version\": 1", "\"format_version\": 99", 1);
+    let edited = text.replacen("\"format_version\": 2", "\"format_version\": 99", 1);
     assert_ne!(edited, text);
     std::fs::write(&p, edited).unwrap();
     let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
@@ -355,7 +355,7 @@ fn reads_that_do_not_fit_together_are_taken_again() {
     let site = Site::new();
     let r = site.apply_with(&[("FAKE_SACCTMGR_RACE_READS", "3")], &[]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.contains("cannot parse, 3 reads in a row"), "{}", r.stderr);
+    assert!(r.stderr.contains("did not fit together, 3 times in a row"), "{}", r.stderr);
     assert!(r.stderr.contains("live:assocs.txt"), "{}", r.stderr);
     assert_eq!(site.calls(), 0, "nothing may be written");
 
@@ -369,6 +369,112 @@ fn reads_that_do_not_fit_together_are_taken_again() {
     let r = site.slurmplan(&["dump", "-o", out.to_str().unwrap()], &[("FAKE_SACCTMGR_RACE_READS", "1")]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(!std::fs::read_to_string(out.join("assocs.txt")).unwrap().contains("racing|"));
+}
+
+/// A live read is not cut at any size: a site whose association read prints more than 1 MiB
+/// plans live exactly as from its snapshot, and `dump` writes the read back byte for byte.
+#[test]
+fn a_live_read_larger_than_1_mib_is_read_whole() {
+    let site = Site::new();
+    let big = site.path("big");
+    let g = std::process::Command::new(env!("CARGO_BIN_EXE_slurmplan-gen"))
+        .args(["--out", big.to_str().unwrap(), "--accounts", "400", "--users", "6000", "--assocs", "40000"])
+        .output()
+        .unwrap();
+    assert!(g.status.success(), "{g:?}");
+    for f in std::fs::read_dir(big.join("state")).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), site.state().join(f.file_name())).unwrap();
+    }
+    let assocs = std::fs::read(site.state().join("assocs.txt")).unwrap();
+    assert!(assocs.len() > 1 << 20, "the site must print more than 1 MiB, has {}", assocs.len());
+    let desired = big.join("desired.yaml");
+    let args = ["plan", "-d", desired.to_str().unwrap(), "--format", "json", "--allow-mass-delete"];
+    let live = site.slurmplan(&args, &[]);
+    assert_eq!(live.code, 0, "{}", live.stderr);
+    let snap_dir = big.join("state");
+    let mut snap_args = args.to_vec();
+    snap_args.extend(["--state", snap_dir.to_str().unwrap()]);
+    let snap = site.slurmplan(&snap_args, &[]);
+    assert_eq!(snap.code, 0, "{}", snap.stderr);
+    assert!(live.stdout.len() > 1000);
+    assert_eq!(live.stdout, snap.stdout);
+    let out = site.path("dumped");
+    let d = site.slurmplan(&["dump", "-o", out.to_str().unwrap()], &[]);
+    assert_eq!(d.code, 0, "{d:?}");
+    assert!(std::fs::read(out.join("assocs.txt")).unwrap() == assocs, "dump must write the read whole");
+}
+
+/// `apply -d` takes the lock, then reads the state once to plan from (and once more to verify):
+/// no second read after the confirmation.
+#[test]
+fn apply_d_reads_once_before_applying() {
+    let site = Site::new();
+    let _ = std::fs::remove_file(site.state().join("argv.log"));
+    let r = site.apply_with(&[], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
+    let reads = log.lines().filter(|l| l.contains("\"-n\",\"-P\"")).count();
+    assert_eq!(reads, 12, "one live read to plan and one to verify, 6 calls each:\n{log}");
+}
+
+/// A user named with a `|` (slurmdbd stores one; `-P` prints it unescaped) makes rows that
+/// cannot be split. Under an account slurmplan does not manage they are reported with their
+/// file:line and left alone, and the plan is made; under a managed account nothing is planned.
+#[test]
+fn rows_that_cannot_be_split_fail_only_inside_the_managed_scope() {
+    let with_row = |account: &str| {
+        let site = Site::new();
+        let path = site.state().join("assocs.txt");
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&format!("rocket|{account}|pi|pe|||1||||||||||||\n"));
+        std::fs::write(&path, text).unwrap();
+        let d = site.state().join("defaults.txt");
+        let mut text = std::fs::read_to_string(&d).unwrap();
+        text.push_str(&format!("rocket|pi|pe|{account}\n"));
+        std::fs::write(&d, text).unwrap();
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        (site, lines)
+    };
+    let (site, line) = with_row("physics_local");
+    let r = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr
+            .contains(&format!("live:assocs.txt:{line}: warning[bad-snapshot]: the row `rocket|physics_local|pi|pe|")),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("outside the managed scope"), "{}", r.stderr);
+    assert!(r.stdout.contains("Plan:"), "{}", r.stdout);
+    let (site, line) = with_row("hpc_a_lattice");
+    let r = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains(&format!("live:assocs.txt:{line}: error[bad-snapshot]")), "{}", r.stderr);
+    assert!(r.stderr.contains("managed account `hpc_a_lattice`"), "{}", r.stderr);
+    assert!(r.stderr.contains("nothing was planned"), "{}", r.stderr);
+}
+
+/// A problem in the data (a cell slurmplan cannot read) is reported with its row, once: it is
+/// not read again (reading again prints the same), and it is not called a slurmplan bug.
+#[test]
+fn a_data_problem_is_not_read_again() {
+    let site = Site::new();
+    let path = site.state().join("assocs.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    let mut cells: Vec<&str> = first.split('|').collect();
+    cells[11] = "many";
+    let bad = cells.join("|");
+    std::fs::write(&path, text.replacen(&first, &bad, 1)).unwrap();
+    let r = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(!r.stderr.contains("reading again"), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("in the row `{bad}`")), "{}", r.stderr);
+    assert!(r.stderr.contains("slurmdbd holds data slurmplan cannot read"), "{}", r.stderr);
+    assert!(!r.stderr.contains("bug"), "{}", r.stderr);
+    let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
+    assert_eq!(log.lines().count(), 6, "one read of each: {log}");
 }
 
 /// Without --sacctmgr, `--agent-config` takes sacctmgr from the site-agent config's

@@ -789,3 +789,76 @@ fn doctor_repairs_default_qos_outside_the_list() {
     let (_, after) = doctor_findings(&site.cluster);
     assert!(after.is_empty(), "findings left on {cl}: {after:?}");
 }
+
+/// Names as slurmdbd holds them: unmanaged users and accounts with any characters real
+/// sacctmgr stores (`john@uni.ee`, `a+b`, `x:y`, `ü`, `sp ace`) are read and left alone, and
+/// managed users may use `@`, `+`, `:` (what survives sacctmgr's argument parsing, `where`
+/// matching and `-P` output on 22.05 and 24.11): apply converges and the names are stored as
+/// written.
+#[test]
+fn odd_names_round_trip() {
+    if testbed().is_none() {
+        return;
+    }
+    let s = Site::new("names");
+    let c = format!("cluster={}", s.cluster);
+    seed(&["add", "account", "acc sp", &c]);
+    seed(&["add", "user", "john@uni.ee,a+b,x:y,ü,sp ace", "account=acc sp", &c]);
+    let yaml = "version: 1\nmanaged:\n  prefixes: [n_]\nclusters:\n  CLUSTER:\n    accounts:\n      n_team:\n        users: [\"sssd@uni.ee\", \"p+q\", \"r:s\", \"t~u\"]\n";
+    s.converge(yaml);
+    let rows = assocs(&s.cluster);
+    for u in ["sssd@uni.ee", "p+q", "r:s", "t~u"] {
+        assert!(rows.iter().any(|r| r.starts_with(&format!("n_team|{u}|"))), "{u} in {rows:?}");
+    }
+    for u in ["john@uni.ee", "a+b", "x:y", "ü", "sp ace"] {
+        assert!(rows.iter().any(|r| r.starts_with(&format!("acc sp|{u}|"))), "{u} untouched in {rows:?}");
+    }
+    // a name sacctmgr would mangle is refused in the desired file, with the reason
+    let bad = s.desired(&yaml.replace("t~u", "v|w"));
+    let r = slurmplan(&["plan", "-d", dir_str(&bad), "--color", "never"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("`|`"), "{}", r.stderr);
+}
+
+/// A saved plan stays valid while others write elsewhere on slurmdbd, and is refused when
+/// something it depends on changes: an unmanaged account and user added on the same cluster
+/// leave it valid (apply converges); a user added under a managed account makes it stale.
+#[test]
+fn saved_plan_survives_unrelated_writes_only() {
+    if testbed().is_none() {
+        return;
+    }
+    let s = Site::new("scope");
+    let c = format!("cluster={}", s.cluster);
+    let base =
+        "version: 1\nmanaged:\n  prefixes: [m_]\nclusters:\n  CLUSTER:\n    accounts:\n      m_one: {users: [ann]}\n";
+    s.converge(base);
+    let d = s.desired(&base.replace("users: [ann]", "users: [ann, bea]"));
+    let planfile = s.path("plan.json");
+    let p = slurmplan(&["plan", "-d", dir_str(&d), "-o", dir_str(&planfile)]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    // unrelated: another tool's account and user on the same cluster
+    seed(&["add", "account", "other_team", &c]);
+    seed(&["add", "user", "zed", "account=other_team", &c]);
+    let r = slurmplan(&["apply", dir_str(&planfile)]);
+    assert_eq!(r.code, 0, "a write outside the plan's scope must leave it valid:\n{}", r.stderr);
+    assert!(assocs(&s.cluster).iter().any(|r| r.starts_with("m_one|bea|")));
+    assert!(assocs(&s.cluster).iter().any(|r| r.starts_with("other_team|zed|")));
+    // inside: a user added under the managed account after planning
+    let d = s.desired(&base.replace("m_one: {users: [ann]}\n", "m_one: {users: [ann]}\n      m_two: {users: [cy]}\n"));
+    let p = slurmplan(&["plan", "-d", dir_str(&d), "-o", dir_str(&planfile)]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    seed(&["add", "user", "dan", "account=m_one", &c]);
+    let r = slurmplan(&["apply", dir_str(&planfile)]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("stale"), "{}", r.stderr);
+    // inside too: the DefaultAccount of a user the plan touches
+    seed(&["delete", "user", "where", "name=dan", "account=m_one", &c]);
+    let p = slurmplan(&["plan", "-d", dir_str(&d), "-o", dir_str(&planfile)]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    seed(&["add", "user", "ann", "account=other_team", &c]);
+    seed(&["modify", "user", "where", "name=ann", &c, "set", "defaultaccount=other_team"]);
+    let r = slurmplan(&["apply", dir_str(&planfile)]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("stale"), "{}", r.stderr);
+}

@@ -817,6 +817,118 @@ proptest! {
     }
 }
 
+/// An account outside the managed scope, with users of its own, added to both states of a pair
+/// (the planner carries it as it is).
+fn add_unmanaged(s: &mut State) {
+    for c in s.clusters.values_mut() {
+        c.accounts.insert(n("zz_other"), "root", Assoc::default()).unwrap();
+        for u in ["zz_u1", "zz_u2"] {
+            c.users.insert(UserKey { account: n("zz_other"), user: n(u), partition: None }, Assoc::default());
+            c.defaults.insert(n(u), n("zz_other"));
+        }
+    }
+    s.accounts
+        .insert(n("zz_other"), AccountRecord { description: Some("other".into()), organization: Some("o".into()) });
+}
+
+/// A write by another tool outside the scope, chosen by `k`: a new user under the unmanaged
+/// account, new limits on it, a new account below it, or the removal of one of its users.
+fn unrelated_write(s: &mut State, k: u8) {
+    for c in s.clusters.values_mut() {
+        match k % 4 {
+            0 => {
+                c.users.insert(UserKey { account: n("zz_other"), user: n("zz_u3"), partition: None }, Assoc::default());
+                c.defaults.insert(n("zz_u3"), n("zz_other"));
+            }
+            1 => {
+                let node = c.accounts.get_mut("zz_other").unwrap();
+                node.assoc =
+                    AssocData { limits: Limits { grp_jobs: Some(7), ..Limits::default() }, ..AssocData::default() }
+                        .into();
+            }
+            2 => c.accounts.insert(n("zz_sub"), "zz_other", Assoc::default()).unwrap(),
+            _ => {
+                c.users.remove(&UserKey { account: n("zz_other"), user: n("zz_u2"), partition: None });
+                c.defaults.remove("zz_u2");
+            }
+        }
+    }
+    if k % 4 == 2 {
+        s.accounts
+            .insert(n("zz_sub"), AccountRecord { description: Some("sub".into()), organization: Some("o".into()) });
+    }
+}
+
+/// The managed accounts of a pair with [`add_unmanaged`]: every account but `root` and the
+/// unmanaged subtree.
+fn managed_of(current: &State, desired: &State) -> BTreeMap<Name, BTreeSet<Name>> {
+    let mut m: BTreeMap<Name, BTreeSet<Name>> = BTreeMap::new();
+    for s in [current, desired] {
+        for (cname, c) in &s.clusters {
+            let e = m.entry(cname.clone()).or_default();
+            e.extend(
+                c.accounts
+                    .names()
+                    .into_iter()
+                    .filter(|a| !matches!(a.as_str(), "root" | "zz_other" | "zz_sub"))
+                    .cloned(),
+            );
+        }
+    }
+    m
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// A saved plan whose scoped fingerprint still matches after a write elsewhere is still
+    /// right: replayed on the written state it keeps every invariant after every step and
+    /// converges to the desired state with the write carried along. A write inside the scope
+    /// (here: a managed account's or a scoped user's association changed) changes the
+    /// fingerprint, so such a plan is refused.
+    #[test]
+    fn a_plan_that_passes_the_scoped_check_still_converges(data in bytes(), k in any::<u8>()) {
+        use slurmplan::model::fingerprint::{Scope, scoped_fingerprint};
+        let (mut current, mut desired) = gen_pair(&data);
+        add_unmanaged(&mut current);
+        add_unmanaged(&mut desired);
+        prop_assume!(check_state(&current).is_empty() && check_state(&desired).is_empty());
+        let Ok(plan) = make_plan(&current, &desired, "x") else { return Ok(()) };
+        let scope = Scope::of(&current, &desired, &managed_of(&current, &desired));
+        let planned = scoped_fingerprint(&current, &scope);
+        let (mut written, mut want) = (current.clone(), desired.clone());
+        unrelated_write(&mut written, k);
+        unrelated_write(&mut want, k);
+        prop_assert!(written != current);
+        prop_assert_eq!(scoped_fingerprint(&written, &scope), planned.clone(), "an unrelated write made the plan stale");
+        let mut sim = Sim::new(written);
+        for step in &plan.steps {
+            if let Err(e) = sim.apply(&step.command) {
+                return Err(TestCaseError::fail(format!("step {} refused after an unrelated write: {e}\n{}", step.number, show(&current, &desired))));
+            }
+            let errs = check_state(&sim.state);
+            prop_assert!(errs.is_empty(), "step {} leaves {:?}", step.number, errs);
+        }
+        prop_assert!(diff(&sim.state, &want).is_empty(), "not converged after an unrelated write\n{}", show(&current, &desired));
+        // inside the scope: every managed account's association, and every scoped user's
+        for (cname, sc) in &scope.clusters {
+            let Some(c) = current.clusters.get(cname) else { continue };
+            if let Some(a) = sc.accounts.iter().find(|a| a.as_str() != "root" && c.accounts.contains(a.as_str())) {
+                let mut inside = current.clone();
+                let node = inside.clusters.get_mut(cname).unwrap().accounts.get_mut(a.as_str()).unwrap();
+                node.assoc = AssocData { limits: Limits { max_jobs: Some(123_457), ..node.assoc.limits.clone() }, ..(*node.assoc).clone() }.into();
+                prop_assert_ne!(scoped_fingerprint(&inside, &scope), planned.clone(), "a managed account's change went unseen");
+            }
+            if let Some((key, _)) = c.users.iter().find(|(key, _)| sc.users.contains(&key.user)) {
+                let mut inside = current.clone();
+                let key = UserKey { partition: Some(n("zzpart")), ..key.clone() };
+                inside.clusters.get_mut(cname).unwrap().users.insert(key, Assoc::default());
+                prop_assert_ne!(scoped_fingerprint(&inside, &scope), planned.clone(), "a scoped user's new association went unseen");
+            }
+        }
+    }
+}
+
 /// The generator itself: it produces valid, varied pairs (guards against a vacuous property).
 #[test]
 fn generator_produces_varied_valid_pairs() {

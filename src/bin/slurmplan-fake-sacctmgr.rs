@@ -55,10 +55,13 @@ fn run() -> Reply {
     let Some(dir) = std::env::var_os("FAKE_SACCTMGR_DIR").map(PathBuf::from) else {
         return reply("", "sacctmgr: error: fake: FAKE_SACCTMGR_DIR is not set\n", 1);
     };
-    if let Ok(line) = serde_json::to_string(&argv)
+    // One write per line: slurmplan runs its reads at once, and appends of one write each do
+    // not interleave.
+    if let Ok(mut line) = serde_json::to_string(&argv)
         && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("argv.log"))
     {
-        let _ = writeln!(f, "{line}");
+        line.push('\n');
+        let _ = f.write_all(line.as_bytes());
     }
     if std::env::var("FAKE_SACCTMGR_DOWN").is_ok_and(|v| v == "1") {
         return reply(

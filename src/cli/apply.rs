@@ -7,7 +7,6 @@ use std::time::{Duration, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use slurmplan::apply::{self, Observer, journal::Journal, lock};
-use slurmplan::model::fingerprint::fingerprint;
 use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
 
@@ -45,7 +44,7 @@ fn clusters_of(plan: &Plan) -> Vec<String> {
 
 pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
     let lock_dir = a.lock_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let (plan, current) = match (&a.plan, &a.desired) {
+    match (&a.plan, &a.desired) {
         (Some(path), None) => {
             // The mass-deletion guard and --target ran when this plan was made; the checksum
             // keeps it as reviewed.
@@ -76,7 +75,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             }
             let _locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
             let current = current_state(g, None)?;
-            let now = fingerprint(&current);
+            let now = plan.fingerprint_of(&current);
             if now != plan.current_fingerprint {
                 return Err(Failure::new(format!(
                     "the plan `{}` is stale: the accounting state changed since it was computed",
@@ -85,17 +84,55 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 .cause(format!("planned against {}, current is {now}", plan.current_fingerprint))
                 .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
             }
-            return execute(g, &a, plan, current, lock_dir, _locks);
+            execute(g, &a, plan, current, lock_dir, _locks)
         }
         (None, Some(d)) => {
+            // Lock first, then read once: the state the plan is made from is the state it runs
+            // on (no second read after the confirmation; other slurmplan runs wait for the lock).
+            let locks = take_lock(&lock_dir, &desired_clusters(g, d), a.lock_timeout)?;
             let (mut plan, current) = build_plan(g, d, None, a.planning.allow_mass_delete, &a.planning.targets)?;
             if a.planning.no_batch {
                 plan::unbatch(&mut plan);
             }
-            (plan, current)
+            confirm_and_execute(g, &a, plan, current, lock_dir, locks)
         }
-        _ => return Err(Failure::new("give a plan file or -d desired.yaml").code(super::EXIT_USAGE)),
-    };
+        _ => Err(Failure::new("give a plan file or -d desired.yaml").code(super::EXIT_USAGE)),
+    }
+}
+
+/// The lock names an `apply -d` of `desired` takes before reading: its clusters (after
+/// `--cluster`), lower-cased as sacctmgr stores them, or `_global` when it names none. The
+/// file is only skimmed here; `build_plan` loads and checks it (and reports its errors).
+fn desired_clusters(g: &Global, desired: &std::path::Path) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Skim {
+        #[serde(default)]
+        clusters: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+    }
+    let text = std::fs::read_to_string(desired).unwrap_or_default();
+    let skim: Option<Skim> = serde_saphyr::from_str(&text).ok();
+    let mut v: Vec<String> =
+        skim.map(|s| s.clusters.into_keys().map(|c| c.to_lowercase()).collect()).unwrap_or_default();
+    if !g.clusters.is_empty() {
+        v.retain(|c| g.clusters.iter().any(|s| s.eq_ignore_ascii_case(c)));
+    }
+    v.sort();
+    v.dedup();
+    if v.is_empty() {
+        v.push("_global".into());
+    }
+    v
+}
+
+/// Show the plan, ask (unless `--auto-approve`), run it under `locks` and verify.
+fn confirm_and_execute(
+    g: &Global,
+    a: &ApplyArgs,
+    plan: Plan,
+    current: slurmplan::model::State,
+    lock_dir: PathBuf,
+    locks: lock::Locks,
+) -> Outcome {
     if plan.is_empty() {
         eprintln!("No changes. Slurm accounting matches the desired state.");
         return Ok(EXIT_OK);
@@ -120,14 +157,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             return Ok(EXIT_ERROR);
         }
     }
-    let locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
-    // The state may have changed while the plan was shown: re-read under the lock.
-    let again = current_state(g, None)?;
-    if fingerprint(&again) != plan.current_fingerprint {
-        return Err(Failure::new("the accounting state changed while the plan was shown; nothing was applied")
-            .hint("run `slurmplan apply -d ...` again"));
-    }
-    execute(g, &a, plan, current, lock_dir, locks)
+    execute(g, a, plan, current, lock_dir, locks)
 }
 
 fn take_lock(dir: &std::path::Path, clusters: &[String], timeout: u64) -> Result<lock::Locks, Failure> {

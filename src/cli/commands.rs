@@ -91,10 +91,26 @@ pub fn current_state(g: &Global, dir: Option<&Path>) -> Result<State, Failure> {
 }
 
 /// Current state from a snapshot dir, or live; `progress` says so on stderr before a live read
-/// (off for cron reports, which mail anything on stderr).
+/// (off for cron reports, which mail anything on stderr). Rows that cannot be split are left
+/// out with a warning each (commands without a desired file do not act on them).
 pub fn read_state(g: &Global, dir: Option<&Path>, progress: bool) -> Result<State, Failure> {
+    let (state, unsplit) = read_state_unsplit(g, dir, progress)?;
+    let mut w: Vec<Diagnostic> = unsplit
+        .iter()
+        .map(|u| u.diagnostic(false, "rename the object in slurmdbd (a name without `|`) to have it read"))
+        .collect();
+    print_diags(&mut w);
+    Ok(state)
+}
+
+/// [`read_state`], with the rows that cannot be split returned (see [`check_unsplit`]).
+pub fn read_state_unsplit(
+    g: &Global,
+    dir: Option<&Path>,
+    progress: bool,
+) -> Result<(State, Vec<parse::Unsplit>), Failure> {
     match dir {
-        Some(dir) => snapshot::load(dir).map_err(|mut d| {
+        Some(dir) => snapshot::load_unsplit(dir).map_err(|mut d| {
             print_diags(&mut d);
             Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
         }),
@@ -103,31 +119,76 @@ pub fn read_state(g: &Global, dir: Option<&Path>, progress: bool) -> Result<Stat
             if progress {
                 eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
             }
-            read_live(&r, progress).map(|(_, state)| state)
+            read_live(&r, live::Keep::Parsed, progress).map(|(_, state, unsplit)| (state, unsplit))
         }
     }
 }
 
+/// Rows that cannot be split, against the managed scope: one that may hold a managed account
+/// (any run of its cells names one, or matches a managed prefix or root) is an error, since
+/// the plan would be made without it; the others belong to objects slurmplan leaves alone and
+/// are warnings (`quiet`: not even that, for cron reports).
+pub fn check_unsplit(
+    unsplit: &[parse::Unsplit],
+    d: &desired::Desired,
+    managed: &std::collections::BTreeMap<model::Name, std::collections::BTreeSet<model::Name>>,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    for u in unsplit {
+        let set = managed.get(u.cluster());
+        let hit = u.names().into_iter().find(|n| {
+            let Ok(name) = model::Name::from_sacctmgr(n, model::NameKind::Account) else { return false };
+            set.is_some_and(|s| s.contains(&name)) || d.scope.manages_account(&name, std::iter::empty())
+        });
+        match hit {
+            Some(n) => errors.push(u.diagnostic(
+                true,
+                &format!(
+                    "it may belong to the managed account `{n}`; rename the object in slurmdbd (a name without `|`)"
+                ),
+            )),
+            None => warnings.push(u.diagnostic(false, "outside the managed scope: left as it is")),
+        }
+    }
+    if !quiet {
+        print_diags(&mut warnings);
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(failed(&mut errors, |n| format!("{n} row(s) of the managed scope cannot be read; nothing was planned")))
+}
+
 /// The live reads, taken again while they do not fit together (`live::read_consistent`); a
 /// note on stderr per retry when `progress` (cron reports stay quiet unless it fails).
-fn read_live(r: &dyn slurmplan::sacctmgr::runner::Runner, progress: bool) -> Result<(parse::RawReads, State), Failure> {
+/// With `keep` = `Keep::Text` the raw outputs are kept whole (for a snapshot); otherwise the
+/// association read is only parsed as it arrives.
+fn read_live(
+    r: &dyn slurmplan::sacctmgr::runner::Runner,
+    keep: live::Keep,
+    progress: bool,
+) -> Result<(parse::RawReads, State, Vec<parse::Unsplit>), Failure> {
     let retrying = |attempt: usize, d: &[Diagnostic]| {
         if progress {
             let first = d.first().map(|d| d.message.as_str()).unwrap_or("");
             eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
         }
     };
-    live::read_consistent(r, retrying).map_err(|e| match e {
+    live::read_consistent(r, keep, retrying).map_err(|e| match e {
         live::ReadError::Live(e) => Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
             "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",
         ),
-        live::ReadError::Unparsable(mut d) => {
+        live::ReadError::Unparsable { diags: mut d, attempts, out_of_step: true } => {
             print_diags(&mut d);
-            Failure::new(format!(
-                "sacctmgr printed output slurmplan cannot parse, {} reads in a row",
-                live::READ_ATTEMPTS
-            ))
-            .hint("if another tool was changing slurmdbd meanwhile, run again when it is done; if not, the lines above are a slurmplan bug worth reporting with the rows they quote")
+            Failure::new(format!("sacctmgr's reads did not fit together, {attempts} times in a row"))
+                .hint("something keeps writing to slurmdbd between the reads; run again when it is done")
+        }
+        live::ReadError::Unparsable { diags: mut d, .. } => {
+            print_diags(&mut d);
+            Failure::new("slurmdbd holds data slurmplan cannot read (the rows are quoted above)")
+                .hint("correct those values with sacctmgr, or take a snapshot (`slurmplan dump -o DIR`) and report the rows if sacctmgr accepts them as they are")
         }
     })
 }
@@ -262,13 +323,13 @@ pub fn load_and_read(
     state_dir: Option<&Path>,
     progress: bool,
     t: &mut Timings,
-) -> (Loaded, Result<State, Failure>) {
+) -> (Loaded, Result<(State, Vec<parse::Unsplit>), Failure>) {
     let (loaded, current) = std::thread::scope(|s| {
         let desired = s.spawn(|| {
             let started = std::time::Instant::now();
             (desired::load_file(desired_path), started.elapsed())
         });
-        let current = read_state(g, state_dir, progress);
+        let current = read_state_unsplit(g, state_dir, progress);
         t.mark("read current state (in parallel with the next)");
         (desired.join().expect("the desired-state loader does not panic"), current)
     });
@@ -290,8 +351,9 @@ pub fn build_plan(
     let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t);
     let mut d = report_desired(desired_path, loaded)?;
     select_clusters(g, &mut d)?;
-    let current = current?;
+    let (current, unsplit) = current?;
     let resolved = resolve(&d, &current)?;
+    check_unsplit(&unsplit, &d, &resolved.managed, false)?;
     t.mark("resolve");
     let partial = match targets {
         [] => None,
@@ -326,6 +388,9 @@ pub fn build_plan(
             .cause(e.to_string())
             .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file")
     })?;
+    // The fingerprint covers what the plan depends on (model::fingerprint::Scope), so that
+    // writes elsewhere on a busy slurmdbd leave a saved plan valid.
+    plan.narrow_to(&current, slurmplan::model::fingerprint::Scope::of(&current, desired, &resolved.managed));
     t.mark("order");
     // A one-shot process: freeing a million associations only costs time before exit.
     std::mem::forget(resolved);
@@ -407,7 +472,11 @@ fn dump(g: &Global, a: DumpArgs) -> Outcome {
     let r = runner(g)?;
     let version = live::version(&r).map_err(|e| Failure::new("cannot run `sacctmgr -V`").cause(e.to_string()))?;
     // Parsed before writing: a snapshot slurmplan cannot read back is not written.
-    let (raw, state) = read_live(&r, true).map_err(|f| f.cause("no snapshot was written"))?;
+    let (raw, state, unsplit) =
+        read_live(&r, live::Keep::Text, true).map_err(|f| f.cause("no snapshot was written"))?;
+    let mut w: Vec<Diagnostic> =
+        unsplit.iter().map(|u| u.diagnostic(false, "written to the snapshot as printed")).collect();
+    print_diags(&mut w);
     let clusters = state.clusters.keys().map(|c| c.to_string()).collect();
     let manifest = snapshot::Manifest::new(version, slurmplan::apply::rfc3339(std::time::SystemTime::now()), clusters);
     snapshot::write_dir(&a.output, &raw.to_files(), &manifest)

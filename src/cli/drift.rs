@@ -63,7 +63,7 @@ fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
         Failure::new(format!("`{}` has {} error(s); drift was not computed", a.desired.display(), e.len()))
     })?;
     super::commands::select_clusters(g, &mut d)?;
-    let current = current?;
+    let (current, unsplit) = current?;
     let resolved = slurmplan::desired::resolve::resolve(&d, &current).map_err(|diags| {
         let mut e = errors_only(diags);
         print_diags(&mut e);
@@ -73,6 +73,7 @@ fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
             e.len()
         ))
     })?;
+    super::commands::check_unsplit(&unsplit, &d, &resolved.managed, true)?;
     let changes = diff::diff(&current, &resolved.state);
     Ok(DriftReport::new(a.desired.display().to_string(), d.clusters.keys().cloned(), &changes))
 }

@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, ValueEnum};
-use slurmplan::model::fingerprint::fingerprint;
 use slurmplan::plan;
 use slurmplan::render::graph::{self, GraphFormat};
 
@@ -41,7 +40,7 @@ pub fn run(g: &Global, a: GraphArgs) -> Outcome {
     };
     let current = current_state(g, a.state.state.as_deref())?;
     if let Some(p) = &plan
-        && fingerprint(&current) != p.current_fingerprint
+        && p.fingerprint_of(&current) != p.current_fingerprint
     {
         eprintln!(
             "warning: the plan was computed against another state than the one drawn; the colours may not fit the tree"

@@ -1,12 +1,148 @@
-//! Fingerprint: a SHA-256 over a canonical rendering of a normalised [`State`].
+//! Fingerprint: a SHA-256 over a canonical rendering of a normalised [`State`], whole
+//! ([`fingerprint`]) or only the part a plan depends on ([`scoped_fingerprint`] over a
+//! [`Scope`]).
 //!
 //! Two states that compare equal have the same fingerprint whatever order they were read in;
 //! `apply` uses it to refuse a plan computed from a state that has changed since. No I/O.
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
+use super::names::Name;
 use super::state::{Assoc, State, UserKey};
+
+/// What a plan depends on: a change outside it leaves the plan valid.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scope {
+    /// QoS objects the plan names.
+    pub qos: BTreeSet<Name>,
+    /// Per cluster, what the plan touches or checks there.
+    pub clusters: BTreeMap<Name, ClusterScope>,
+}
+
+/// The part of one cluster a plan depends on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterScope {
+    /// Managed accounts and every account above them (their limits and QoS are inherited):
+    /// each one's association, parent, account record and user associations.
+    pub accounts: BTreeSet<Name>,
+    /// Users whose associations or DefaultAccount the plan touches or checks: all of their
+    /// associations on the cluster, and their DefaultAccount there.
+    pub users: BTreeSet<Name>,
+}
+
+impl Scope {
+    /// What a plan from `current` to `desired` depends on, `managed` being the managed
+    /// accounts per cluster: those accounts and every account above them (in either state),
+    /// the users with an association under one of them (in either state), and the QoS that
+    /// the desired file declares or that any of those associations names.
+    pub fn of(current: &State, desired: &State, managed: &BTreeMap<Name, BTreeSet<Name>>) -> Scope {
+        let mut scope = Scope { qos: desired.qos.keys().cloned().collect(), clusters: BTreeMap::new() };
+        for (cname, accts) in managed {
+            let mut sc = ClusterScope::default();
+            for state in [current, desired] {
+                let Some(c) = state.clusters.get(cname) else { continue };
+                for a in accts {
+                    let mut at = Some(a);
+                    while let Some(name) = at {
+                        if !sc.accounts.insert(name.clone()) && name != a {
+                            break;
+                        }
+                        if let Some(node) = c.accounts.get(name.as_str()) {
+                            scope.qos.extend(qos_names(&node.assoc));
+                        }
+                        at = c.accounts.parent(name.as_str());
+                    }
+                    for (key, assoc) in c.users_of_account(a) {
+                        sc.users.insert(key.user.clone());
+                        scope.qos.extend(qos_names(assoc));
+                    }
+                }
+            }
+            scope.clusters.insert(cname.clone(), sc);
+        }
+        scope
+    }
+}
+
+fn qos_names(a: &Assoc) -> Vec<Name> {
+    use super::values::QosList;
+    let mut v: Vec<Name> = a.default_qos.iter().cloned().collect();
+    match &a.qos {
+        QosList::Inherit => {}
+        QosList::Set(s) => v.extend(s.iter().cloned()),
+        QosList::Delta { add, remove } => v.extend(add.iter().chain(remove).cloned()),
+    }
+    v
+}
+
+/// `sha256:<hex>` of the part of `state` in `scope`. An object of the scope that `state` does
+/// not have is written as absent, so adding it is a change too.
+pub fn scoped_fingerprint(state: &State, scope: &Scope) -> String {
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
+    let _ = writeln!(w, "scoped");
+    let accounts: BTreeSet<&Name> = scope.clusters.values().flat_map(|c| &c.accounts).collect();
+    for name in accounts {
+        let _ = write!(w, "R ");
+        let _ = serde_json::to_writer(&mut w, &(name, state.accounts.get(name)));
+        let _ = writeln!(w);
+    }
+    for name in &scope.qos {
+        let _ = write!(w, "Q ");
+        let _ = serde_json::to_writer(&mut w, &(name, state.qos.get(name)));
+        let _ = writeln!(w);
+    }
+    for (cname, sc) in &scope.clusters {
+        let _ = write!(w, "C ");
+        let _ = serde_json::to_writer(&mut w, cname);
+        let Some(c) = state.clusters.get(cname) else {
+            let _ = writeln!(w, " absent");
+            continue;
+        };
+        let _ = writeln!(w);
+        for name in &sc.accounts {
+            let _ = write!(w, "A ");
+            let node = c.accounts.get(name.as_str()).map(|n| (c.accounts.parent(name.as_str()), &n.assoc));
+            let _ = serde_json::to_writer(&mut w, &(name, node));
+            let _ = writeln!(w);
+            // Who is under it: a user added there is a change the plan would act on.
+            for (key, assoc) in c.users_of_account(name) {
+                let _ = write!(w, "M ");
+                let _ = serde_json::to_writer(&mut w, &(key, assoc));
+                let _ = writeln!(w);
+            }
+        }
+        if sc.users.is_empty() {
+            continue;
+        }
+        for (key, assoc) in c.users.iter().filter(|(k, _)| sc.users.contains(&k.user)) {
+            let _ = write!(w, "U ");
+            let _ = serde_json::to_writer(&mut w, &(key, assoc));
+            let _ = writeln!(w);
+        }
+        for user in &sc.users {
+            let _ = write!(w, "D ");
+            let _ = serde_json::to_writer(&mut w, &(user, c.defaults.get(user)));
+            let _ = writeln!(w);
+        }
+    }
+    finish(w)
+}
+
+fn finish(w: std::io::BufWriter<HashWriter>) -> String {
+    let digest = match w.into_inner() {
+        Ok(h) => h.0.finalize(),
+        Err(_) => unreachable!("hashing cannot fail"),
+    };
+    let mut hex = String::with_capacity(64 + 7);
+    hex.push_str("sha256:");
+    for b in digest.iter() {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex
+}
 
 struct HashWriter(Sha256);
 
@@ -63,21 +199,12 @@ pub fn fingerprint(state: &State) -> String {
             }
         }
     }
-    let digest = match w.into_inner() {
-        Ok(h) => h.0.finalize(),
-        Err(_) => unreachable!("hashing cannot fail"),
-    };
-    let mut hex = String::with_capacity(64 + 7);
-    hex.push_str("sha256:");
-    for b in digest.iter() {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
+    finish(w)
 }
 
 /// A user key as serde_json writes it (`{"account":"a","user":"u","partition":"p"}`, no
-/// partition when unset). Names never need JSON escapes ([`crate::model::Name`] refuses
-/// quotes, backslashes and control characters); serde_json writes any other key.
+/// partition when unset). Plain names are written directly; serde_json writes a key with a
+/// name that needs a JSON escape (names read from slurmdbd may hold `\\` or a tab).
 fn write_key(w: &mut impl Write, key: &UserKey) {
     let plain = |n: &[u8]| n.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\');
     let names = [Some(&key.account), Some(&key.user), key.partition.as_ref()];

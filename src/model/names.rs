@@ -1,8 +1,12 @@
 //! Validated names (accounts, users, QoS, clusters, partitions, TRES).
 //!
-//! Every name that can reach a sacctmgr argv passes through [`Name::parse`]; sacctmgr itself
-//! splits on commas, expands `x[1-2]`, turns quotes into backticks and lower-cases, so anything
-//! outside `[a-z0-9_.-]` (first character not `-`) is refused here. This module does no I/O.
+//! Every name that can reach a sacctmgr argv passes through [`Name::parse`]. It admits the
+//! characters that were seen to survive sacctmgr's argument parsing, its `where` matching and
+//! its `-P` output unchanged on real Slurm 22.05 and 24.11 (docs/decisions.md), and refuses the
+//! rest with the reason: sacctmgr splits on commas and at `=`, expands `x[1-2]`, turns quotes
+//! into backticks, lower-cases, and a `|` cannot be told from the `-P` column separator.
+//! Names read back from sacctmgr ([`Name::from_sacctmgr`]) are taken as printed. This module
+//! does no I/O.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -29,8 +33,7 @@ impl fmt::Display for NameKind {
     }
 }
 
-/// A name as sacctmgr stores it: lower-cased (users may keep case with PreserveCaseUser) and
-/// made only of `[a-z0-9_.-]`.
+/// A name as sacctmgr stores it: lower-cased (users may keep case with PreserveCaseUser).
 ///
 /// A small value (16 bytes, like a shared string handle, and `Option<Name>` too): a million
 /// associations repeat the same names, states are copied while planning, and every map is
@@ -168,42 +171,70 @@ impl Name {
                 "start the name with a letter or digit",
             ));
         }
+        if kind == NameKind::Qos && folded.starts_with('+') {
+            return Err(err(
+                "it starts with `+`, which sacctmgr reads as adding to a QoS list",
+                "start the name with a letter or digit",
+            ));
+        }
         for c in folded.chars() {
-            let ok = c.is_ascii_lowercase()
-                || c.is_ascii_digit()
-                || matches!(c, '_' | '.' | '-')
-                || (keep_case && c.is_ascii_uppercase());
-            if ok {
-                continue;
-            }
-            let (reason, hint) = match c {
-                ',' => (
+            let refused: Option<(&str, &str)> = match c {
+                ',' => Some((
                     "it contains `,`: sacctmgr splits the value into a list (`co,mma` creates `co` and `mma`)",
                     "write one name per entry, without commas",
-                ),
-                '=' => (
+                )),
+                '=' => Some((
                     "it contains `=`: sacctmgr splits key and value at the first `=`",
                     "remove the `=`; use `_` or `-` instead",
-                ),
-                ' ' | '\t' | '\n' | '\r' => ("it contains whitespace", "replace spaces with `_` or `-`"),
-                '\'' | '"' | '`' => ("it contains a quote: sacctmgr turns quotes into backticks", "remove the quotes"),
-                '[' | ']' => (
+                )),
+                '\'' | '"' | '`' => {
+                    Some(("it contains a quote: sacctmgr turns quotes into backticks", "remove the quotes"))
+                }
+                '[' | ']' => Some((
                     "it contains a bracket: sacctmgr expands `x[1-2]` into `x1,x2`",
                     "remove the brackets; list each name on its own",
-                ),
-                _ => (
-                    "it contains a character outside `[a-z0-9_.-]`",
-                    "use only lower-case letters, digits, `_`, `.` and `-`",
-                ),
+                )),
+                '|' => Some((
+                    "it contains `|`, which sacctmgr's `-P` output uses between columns, so the name could not be read back",
+                    "remove the `|`",
+                )),
+                '\\' => Some((
+                    "it contains `\\`: Slurm 24.11 matches `where name=a\\b` against `ab` (a delete there removes the wrong user)",
+                    "remove the backslash",
+                )),
+                c if c.is_whitespace() => Some((
+                    "it contains whitespace: sacctmgr's argument parsing treats it as a separator",
+                    "replace spaces with `_` or `-`",
+                )),
+                c if c.is_control() => Some(("it contains a control character", "remove it")),
+                _ => None,
             };
-            return Err(err(reason, hint));
+            if let Some((reason, hint)) = refused {
+                return Err(err(reason, hint));
+            }
         }
         Ok(Parsed { lowercased: needs_fold, name: Name::new(folded) })
     }
 
-    /// Parse and insist there was nothing to fold (used where input comes from sacctmgr itself).
+    /// Parse and insist there was nothing to fold.
     pub fn strict(input: &str, kind: NameKind) -> Result<Name, NameError> {
         Name::parse(input, kind, true).map(|p| p.name)
+    }
+
+    /// A name as sacctmgr printed it, taken as it is: slurmdbd holds whatever its clients
+    /// stored (`john@uni.ee`, `sp ace`, `ü`), and a name that is only read is never put on a
+    /// command line unless the desired file names it, which [`Name::parse`] checks. Only an
+    /// empty cell is refused.
+    pub fn from_sacctmgr(input: &str, kind: NameKind) -> Result<Name, NameError> {
+        if input.is_empty() {
+            return Err(NameError {
+                kind,
+                input: String::new(),
+                reason: "it is empty".into(),
+                hint: "sacctmgr printed an empty name where one is required".into(),
+            });
+        }
+        Ok(Name::new(input))
     }
 
     /// A name for `text` as it is (no validation: [`Name::parse`] validates).
@@ -485,10 +516,24 @@ mod tests {
 
     #[test]
     fn refuses_what_sacctmgr_would_mangle() {
-        for bad in ["co,mma", "k=v", "a b", "a'q", "x[1-2]", "-x", "", "semi;colon", "é"] {
+        for bad in ["co,mma", "k=v", "a b", "a\tb", "a'q", "a\"q", "a`q", "x[1-2]", "-x", "", "a|b", "a\\b", "a\u{7}b"]
+        {
             let e = Name::parse(bad, NameKind::Account, false).unwrap_err();
             assert!(!e.hint.is_empty(), "{bad}");
         }
+        assert!(Name::parse("+hi", NameKind::Qos, false).is_err());
+    }
+
+    /// What real 22.05 and 24.11 keep exactly through add, `-P` output, modify and delete
+    /// (docs/decisions.md); tests/e2e_real.rs `odd_names_round_trip` checks them on real beds.
+    #[test]
+    fn admits_what_sacctmgr_keeps() {
+        for good in ["john@uni.ee", "a+b", "x:y", "ü", "semi;colon", "t~i!l#d$e%^&*(){}/?<>"] {
+            let p = Name::parse(good, NameKind::User, false).unwrap();
+            assert_eq!(p.name.as_str(), good);
+        }
+        assert_eq!(Name::from_sacctmgr("sp ace", NameKind::User).unwrap().as_str(), "sp ace");
+        assert!(Name::from_sacctmgr("", NameKind::User).is_err());
     }
 
     #[test]

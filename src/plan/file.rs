@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{FORMAT_VERSION, Plan};
+use super::{FORMAT_VERSION, FORMAT_VERSION_SCOPED, Plan};
 use crate::model::fingerprint::hash_bytes;
 
 #[derive(Serialize, Deserialize)]
@@ -22,7 +22,9 @@ pub enum PlanFileError {
     Io { path: String, source: std::io::Error },
     #[error("plan file `{path}` is not a slurmplan plan: {reason}")]
     Malformed { path: String, reason: String },
-    #[error("plan file `{path}` has format_version {found}; this slurmplan reads {FORMAT_VERSION}")]
+    #[error(
+        "plan file `{path}` has format_version {found}; this slurmplan reads {FORMAT_VERSION} and {FORMAT_VERSION_SCOPED}"
+    )]
     Version { path: String, found: u64 },
     #[error("plan file `{path}` was modified after it was written (checksum mismatch)")]
     Tampered { path: String },
@@ -36,8 +38,11 @@ fn body(plan: &serde_json::Value) -> String {
 /// Serialise a plan with its checksum (pretty JSON, stable key order).
 pub fn to_json(plan: &Plan) -> String {
     let value = serde_json::to_value(plan).expect("plan serialises");
-    let env =
-        Envelope { format_version: FORMAT_VERSION, checksum: hash_bytes(body(&value).as_bytes()), plan: plan.clone() };
+    let env = Envelope {
+        format_version: plan.format_version,
+        checksum: hash_bytes(body(&value).as_bytes()),
+        plan: plan.clone(),
+    };
     let mut s = serde_json::to_string_pretty(&env).expect("plan serialises");
     s.push('\n');
     s
@@ -52,8 +57,15 @@ pub fn from_json(path: &Path, text: &str) -> Result<Plan, PlanFileError> {
         .get("format_version")
         .and_then(|x| x.as_u64())
         .ok_or_else(|| PlanFileError::Malformed { path: p.clone(), reason: "no `format_version`".into() })?;
-    if found != FORMAT_VERSION as u64 {
+    if found != FORMAT_VERSION as u64 && found != FORMAT_VERSION_SCOPED as u64 {
         return Err(PlanFileError::Version { path: p, found });
+    }
+    let scoped = v.get("plan").and_then(|p| p.get("scope")).is_some_and(|s| !s.is_null());
+    if scoped != (found == FORMAT_VERSION_SCOPED as u64) {
+        return Err(PlanFileError::Malformed {
+            path: p,
+            reason: format!("format_version {found} {} a fingerprint scope", if scoped { "has no" } else { "needs" }),
+        });
     }
     let checksum = v.get("checksum").and_then(|c| c.as_str()).unwrap_or_default().to_string();
     if hash_bytes(body(v.get("plan").unwrap_or(&serde_json::Value::Null)).as_bytes()) != checksum {

@@ -98,7 +98,32 @@ pub struct Plan {
     /// Risky steps, with stable codes (docs/lints.md). Absent in plans from older versions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lints: Vec<lints::Lint>,
+    /// What `current_fingerprint` covers: absent = the whole state (format 1); present = only
+    /// this part (format 2), so writes elsewhere leave the plan valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::model::fingerprint::Scope>,
 }
+
+impl Plan {
+    /// The fingerprint of `state` as this plan's `current_fingerprint` was taken: over its
+    /// scope, or over the whole state.
+    pub fn fingerprint_of(&self, state: &State) -> String {
+        match &self.scope {
+            Some(scope) => crate::model::fingerprint::scoped_fingerprint(state, scope),
+            None => fingerprint(state),
+        }
+    }
+
+    /// Fingerprint only `scope` of `current` from now on (see [`Plan::scope`]).
+    pub fn narrow_to(&mut self, current: &State, scope: crate::model::fingerprint::Scope) {
+        self.current_fingerprint = crate::model::fingerprint::scoped_fingerprint(current, &scope);
+        self.scope = Some(scope);
+        self.format_version = FORMAT_VERSION_SCOPED;
+    }
+}
+
+/// The plan format with a [`Plan::scope`].
+pub const FORMAT_VERSION_SCOPED: u32 = 2;
 
 impl Plan {
     pub fn is_empty(&self) -> bool {
@@ -211,5 +236,6 @@ pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &st
         steps,
         warnings: Vec::new(),
         lints,
+        scope: None,
     })
 }

@@ -21,6 +21,50 @@ use super::reads;
 /// Diagnostic code for anything wrong in a snapshot.
 pub const CODE: &str = "bad-snapshot";
 
+/// The hint of a problem between two reads (not within one): rows of one read that name what
+/// another read does not have. Taken live, a writer between the reads explains it, and reading
+/// again is the remedy ([`is_out_of_step`]).
+pub const OUT_OF_STEP: &str =
+    "the reads were not taken together (something wrote to slurmdbd in between); take them again";
+
+/// Whether `d` is a problem between reads (see [`OUT_OF_STEP`]) rather than in the data.
+pub fn is_out_of_step(d: &Diagnostic) -> bool {
+    d.hint.as_deref() == Some(OUT_OF_STEP)
+}
+
+/// Diagnostics shown per file at most; [`parse_state`] replaces the rest by one line saying
+/// how many there were (a million bad rows would otherwise print a million lines).
+pub const MAX_DIAGNOSTICS_PER_FILE: usize = 20;
+
+/// Keep the first [`MAX_DIAGNOSTICS_PER_FILE`] of each file's diagnostics (`diags` sorted by
+/// location) and add `... and N more` for the rest.
+pub fn cap_per_file(diags: &mut Vec<Diagnostic>) {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(diags.len().min(256));
+    let mut i = 0;
+    while i < diags.len() {
+        let file = diags[i].location.as_ref().map(|l| l.file.clone());
+        let mut j = i;
+        while j < diags.len() && diags[j].location.as_ref().map(|l| &l.file) == file.as_ref() {
+            j += 1;
+        }
+        let group = &diags[i..j];
+        out.extend(group.iter().take(MAX_DIAGNOSTICS_PER_FILE).cloned());
+        if group.len() > MAX_DIAGNOSTICS_PER_FILE {
+            let rest = &group[MAX_DIAGNOSTICS_PER_FILE..];
+            let mut more = Diagnostic::error(CODE, format!("... and {} more", rest.len()));
+            if let Some(f) = &file {
+                more = more.at(Location { file: f.clone(), line: 0, column: 0 });
+            }
+            if rest.iter().any(is_out_of_step) {
+                more = more.hint(OUT_OF_STEP);
+            }
+            out.push(more);
+        }
+        i = j;
+    }
+    *diags = out;
+}
+
 /// Columns of `clusters.txt`.
 pub const CLUSTER_COLUMNS: &[&str] = &["Cluster"];
 /// Columns of `assocs.txt` (the `format=` of the `show assoc wopl withrawqos` read).
@@ -132,6 +176,55 @@ impl RawReads {
     }
 }
 
+/// A row with more `|` than its read has columns: a `|` inside a name (slurmdbd stores one and
+/// `-P` does not escape it), so its cells cannot be told apart. It is left out of the state
+/// and reported; planning refuses it only when it may belong to the managed scope
+/// ([`Unsplit::names`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsplit {
+    pub file: PathBuf,
+    pub line: usize,
+    pub text: String,
+}
+
+impl Unsplit {
+    /// The first cell (clusters are named without `|`).
+    pub fn cluster(&self) -> &str {
+        self.text.split('|').next().unwrap_or("")
+    }
+
+    /// Every name the row may hold after its cluster: each run of adjacent cells joined with
+    /// `|`, non-empty ones only.
+    pub fn names(&self) -> BTreeSet<String> {
+        let cells: Vec<&str> = self.text.split('|').skip(1).collect();
+        let mut out = BTreeSet::new();
+        for i in 0..cells.len() {
+            for j in i + 1..=cells.len() {
+                let joined = cells[i..j].join("|");
+                if !joined.is_empty() {
+                    out.insert(joined);
+                }
+            }
+        }
+        out
+    }
+
+    /// A diagnostic naming the row, with `why` as its hint.
+    pub fn diagnostic(&self, error_: bool, why: &str) -> Diagnostic {
+        let message = format!(
+            "the row `{}` has more `|` than its {} columns (a `|` inside a name), so its cells cannot be told apart; it is left out",
+            self.text,
+            if self.file.to_string_lossy().contains(reads::DEFAULTS) {
+                DEFAULT_COLUMNS.len()
+            } else {
+                ASSOC_COLUMNS.len()
+            }
+        );
+        let d = if error_ { Diagnostic::error(CODE, message) } else { Diagnostic::warning(CODE, message) };
+        d.at(Location { file: self.file.clone(), line: self.line, column: 0 }).hint(why)
+    }
+}
+
 /// One line of `-n -P` output split into cells. `line` counts from 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row<'a> {
@@ -164,17 +257,35 @@ pub fn for_each_row<'a>(
     columns: &[&str],
     free_text_last: bool,
     diags: &mut Vec<Diagnostic>,
-    mut f: impl FnMut(&Row<'a>, &mut Vec<Diagnostic>),
+    f: impl FnMut(&Row<'a>, &mut Vec<Diagnostic>),
 ) {
-    let n = columns.len().max(1);
     let text = src.text.strip_suffix('\n').unwrap_or(&src.text);
     let text = text.strip_suffix('\r').unwrap_or(text);
     if text.is_empty() {
         return;
     }
+    rows_in_block(src, text, 1, columns, free_text_last, diags, None, f);
+}
+
+/// The rows of `block` (whole lines without the final newline; its first line is line
+/// `first_line` of `src`), as [`for_each_row`] takes them. Returns the number of lines.
+#[allow(clippy::too_many_arguments)] // the shape of the rows, where they go, where problems go
+fn rows_in_block<'a>(
+    src: &Source,
+    block: &'a str,
+    first_line: usize,
+    columns: &[&str],
+    free_text_last: bool,
+    diags: &mut Vec<Diagnostic>,
+    mut unsplit: Option<&mut Vec<Unsplit>>,
+    mut f: impl FnMut(&Row<'a>, &mut Vec<Diagnostic>),
+) -> usize {
+    let n = columns.len().max(1);
     let mut row = Row { line: 0, cells: Vec::with_capacity(n) };
-    for (i, line) in text.split('\n').enumerate() {
-        let lineno = i + 1;
+    let mut count = 0;
+    for (i, line) in block.split('\n').enumerate() {
+        let lineno = first_line + i;
+        count = i + 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line.is_empty() {
             diags.push(error(src, lineno, "empty line in sacctmgr output"));
@@ -185,6 +296,12 @@ pub fn for_each_row<'a>(
             row.cells.extend(line.splitn(n, '|'));
         } else {
             split_cells(line, &mut row.cells);
+        }
+        if row.cells.len() > n
+            && let Some(u) = unsplit.as_deref_mut()
+        {
+            u.push(Unsplit { file: src.name.clone(), line: lineno, text: line.to_string() });
+            continue;
         }
         if row.cells.len() != n {
             let found = line.split('|').count();
@@ -197,6 +314,7 @@ pub fn for_each_row<'a>(
         row.line = lineno;
         f(&row, diags);
     }
+    count
 }
 
 /// `line.split('|')` into `cells`, byte by byte: association rows are mostly empty cells, where
@@ -212,16 +330,10 @@ fn split_cells<'a>(line: &'a str, cells: &mut Vec<&'a str>) {
     cells.push(&line[start..]);
 }
 
-/// A name as sacctmgr prints it: already lower-cased (users may keep case: PreserveCaseUser).
+/// A name as sacctmgr prints it, whatever its characters (slurmdbd holds `john@uni.ee`, `sp
+/// ace`, ...): only what the desired file names is checked for use on a command line.
 pub fn snapshot_name(s: &str, kind: NameKind) -> Result<Name, String> {
-    if kind == NameKind::User {
-        return Name::strict(s, kind).map_err(|e| e.to_string());
-    }
-    let p = Name::parse(s, kind, false).map_err(|e| e.to_string())?;
-    if p.lowercased {
-        return Err(format!("invalid {kind} name `{s}`: sacctmgr prints {kind} names in lower case"));
-    }
-    Ok(p.name)
+    Name::from_sacctmgr(s, kind).map_err(|e| e.to_string())
 }
 
 fn opt_name(s: &str, kind: NameKind) -> Result<Option<Name>, String> {
@@ -263,6 +375,9 @@ pub fn parse_qos_list(s: &str) -> Result<QosList, String> {
         } else {
             (&mut set, item)
         };
+        if bare.starts_with(['+', '-']) {
+            return Err(format!("`{item}` in `{s}` is not a QoS name with one `+`/`-` in front"));
+        }
         target.insert(snapshot_name(bare, NameKind::Qos)?);
     }
     match (set.is_empty(), add.is_empty() && remove.is_empty()) {
@@ -321,7 +436,11 @@ impl<'a> Cells<'_, 'a> {
             Ok(v) => Some(v),
             Err(e) => {
                 let keyword = self.layout.keywords[field];
-                self.diags.push(error(self.src, self.row.line, format!("field {keyword}: {e}")));
+                self.diags.push(error(
+                    self.src,
+                    self.row.line,
+                    format!("field {keyword}: {e}, in the row `{}`", self.row.cells.join("|")),
+                ));
                 None
             }
         }
@@ -329,6 +448,20 @@ impl<'a> Cells<'_, 'a> {
 
     fn name(&mut self, field: usize, kind: NameKind) -> Option<Name> {
         self.get(field, |s| snapshot_name(s, kind))
+    }
+
+    /// [`Cells::name`], reusing `last` when this row has the same text in `field` (the name
+    /// outlives the row's text: rows arrive block by block from a live read).
+    fn name_reused(&mut self, field: usize, kind: NameKind, last: &mut Option<Name>) -> Option<Name> {
+        let raw = self.raw(field);
+        if let Some(name) = last
+            && name.as_bytes() == raw.as_bytes()
+        {
+            return Some(name.clone());
+        }
+        let name = self.name(field, kind)?;
+        *last = Some(name.clone());
+        Some(name)
     }
 
     /// [`Cells::name`], reusing `last` when this row has the same text in `field`.
@@ -375,16 +508,34 @@ pub fn for_each_assoc_row(src: &Source, columns: &[&str], diags: &mut Vec<Diagno
         diags.push(error(src, 0, format!("unknown association column `{bad}`")));
         return;
     }
-    use col::*;
-    let layout = Layout::new(ASSOC_COLUMNS, columns);
-    // Rows come grouped by cluster and account: reuse the previous row's name when the text is
-    // the same (one comparison instead of validating and building the name again).
-    let mut last_cluster: Option<(&str, Name)> = None;
-    let mut last_account: Option<(&str, Name)> = None;
+    let mut rows = AssocRows::new(columns);
     for_each_row(src, columns, false, diags, |row, diags| {
-        let mut c = Cells { src, row, layout: &layout, diags };
-        let cluster = c.name_cached(CLUSTER, NameKind::Cluster, &mut last_cluster);
-        let account = c.name_cached(ACCOUNT, NameKind::Account, &mut last_account);
+        if let Some(r) = rows.parse(src, row, diags) {
+            f(r);
+        }
+    });
+}
+
+/// Turns split association rows into [`AssocRow`]s, keeping what one row can lend the next.
+struct AssocRows<'k> {
+    layout: Layout<'k>,
+    // Rows come grouped by cluster and account: the previous row's names are reused when the
+    // text is the same (one comparison instead of validating and building the name again).
+    last_cluster: Option<Name>,
+    last_account: Option<Name>,
+}
+
+impl<'k> AssocRows<'k> {
+    fn new(columns: &[&str]) -> AssocRows<'k> {
+        AssocRows { layout: Layout::new(ASSOC_COLUMNS, columns), last_cluster: None, last_account: None }
+    }
+
+    /// One row, or `None` when a cell is bad (each bad cell is reported).
+    fn parse(&mut self, src: &Source, row: &Row<'_>, diags: &mut Vec<Diagnostic>) -> Option<AssocRow> {
+        use col::*;
+        let mut c = Cells { src, row, layout: &self.layout, diags };
+        let cluster = c.name_reused(CLUSTER, NameKind::Cluster, &mut self.last_cluster);
+        let account = c.name_reused(ACCOUNT, NameKind::Account, &mut self.last_account);
         let user = c.get(USER, |s| opt_name(s, NameKind::User));
         let partition = c.get(PARTITION, |s| opt_name(s, NameKind::Partition));
         let parent = c.get(PARENT, |s| opt_name(s, NameKind::Account));
@@ -392,13 +543,106 @@ pub fn for_each_assoc_row(src: &Source, columns: &[&str], diags: &mut Vec<Diagno
         // empty limit cells are the shared empty association, without parsing each cell.
         let plain = (SHARE..ASSOC_COLUMNS.len()).all(|k| matches!(c.raw(k), "") || (k == SHARE && c.raw(k) == "1"));
         let assoc = if plain { Some(Assoc::default()) } else { parse_assoc_cells(&mut c) };
-        let (Some(cluster), Some(account), Some(user), Some(partition), Some(parent), Some(assoc)) =
-            (cluster, account, user, partition, parent, assoc)
-        else {
+        Some(AssocRow {
+            line: row.line,
+            cluster: cluster?,
+            account: account?,
+            user: user?,
+            partition: partition?,
+            parent: parent?,
+            assoc: assoc?,
+        })
+    }
+}
+
+/// The association read parsed as it arrives ([`AssocStream::feed`] any pieces of its bytes):
+/// whole lines are split and their rows go straight into their clusters, so neither the text
+/// nor a list of rows is ever held whole. [`parse_state`] feeds a snapshot file in one piece.
+pub struct AssocStream {
+    /// Name only (for messages).
+    src: Source,
+    rows: AssocRows<'static>,
+    builder: ClusterBuilder,
+    /// Bytes after the last newline seen.
+    partial: Vec<u8>,
+    /// Lines taken so far.
+    lines: usize,
+    /// An empty first line is held back: alone it is an empty output (`"\n"`).
+    empty_first: bool,
+    diags: Vec<Diagnostic>,
+    unsplit: Vec<Unsplit>,
+}
+
+impl AssocStream {
+    /// `rows_hint`: expected number of rows (capacity for the first cluster), 0 if unknown.
+    pub fn new(name: impl Into<PathBuf>, rows_hint: usize) -> AssocStream {
+        let src = Source::new(name, String::new());
+        AssocStream {
+            rows: AssocRows::new(ASSOC_COLUMNS),
+            builder: ClusterBuilder::new(src.clone(), rows_hint),
+            src,
+            partial: Vec::new(),
+            lines: 0,
+            empty_first: false,
+            diags: Vec::new(),
+            unsplit: Vec::new(),
+        }
+    }
+
+    /// Take the next bytes of the read.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let Some(last) = bytes.iter().rposition(|b| *b == b'\n') else {
+            self.partial.extend_from_slice(bytes);
             return;
         };
-        f(AssocRow { line: row.line, cluster, account, user, partition, parent, assoc });
-    });
+        if self.partial.is_empty() {
+            self.block(&bytes[..last]);
+        } else {
+            let mut whole = std::mem::take(&mut self.partial);
+            whole.extend_from_slice(&bytes[..last]);
+            self.block(&whole);
+            whole.clear();
+            self.partial = whole;
+        }
+        self.partial.extend_from_slice(&bytes[last + 1..]);
+    }
+
+    /// Whole lines (without the final newline).
+    fn block(&mut self, bytes: &[u8]) {
+        if std::mem::take(&mut self.empty_first) {
+            self.diags.push(error(&self.src, 1, "empty line in sacctmgr output"));
+        }
+        if self.lines == 0 && (bytes.is_empty() || bytes == b"\r") {
+            self.empty_first = true;
+            self.lines = 1;
+            return;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let AssocStream { src, rows, builder, diags, unsplit, .. } = self;
+        self.lines +=
+            rows_in_block(src, &text, self.lines + 1, ASSOC_COLUMNS, false, diags, Some(unsplit), |row, diags| {
+                if let Some(r) = rows.parse(src, row, diags) {
+                    builder.push(r, diags);
+                }
+            });
+    }
+
+    /// The rows' clusters once the read has ended; `clusters` are the names of `clusters.txt`.
+    fn finish(
+        mut self,
+        clusters: &BTreeSet<Name>,
+        diags: &mut Vec<Diagnostic>,
+        unsplit: &mut Vec<Unsplit>,
+    ) -> BTreeMap<Name, ClusterState> {
+        if !self.partial.is_empty() {
+            let tail = std::mem::take(&mut self.partial);
+            let tail = tail.strip_suffix(b"\r").unwrap_or(&tail);
+            self.block(tail);
+        }
+        diags.append(&mut self.diags);
+        unsplit.append(&mut self.unsplit);
+        self.builder.finish(clusters, diags)
+    }
 }
 
 /// The limit, QoS and DefaultQOS cells of one association row (`None` if any is bad; every
@@ -457,26 +701,27 @@ pub fn build_clusters(
     rows: Vec<AssocRow>,
 ) -> (BTreeMap<Name, ClusterState>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
-    let mut b = ClusterBuilder::new(src, clusters, rows.len());
+    let mut b = ClusterBuilder::new(src.clone(), rows.len());
     for row in rows {
         b.push(row, &mut diags);
     }
-    (b.finish(&mut diags), diags)
+    (b.finish(clusters, &mut diags), diags)
 }
 
 /// Association rows, as they come, into clusters (what [`build_clusters`] does, one row at a
 /// time).
-struct ClusterBuilder<'s> {
-    src: &'s Source,
-    clusters: &'s BTreeSet<Name>,
+struct ClusterBuilder {
+    /// For messages.
+    src: Source,
     per: BTreeMap<Name, PendingCluster>,
-    unknown: BTreeSet<Name>,
     /// Capacity for the first cluster's user rows: nearly every site has one cluster, and a
     /// million rows grown by doubling cost ~0.3 s of copying and page faults.
     first_capacity: usize,
 }
 
 struct PendingCluster {
+    /// The first row's line (where a cluster missing from `clusters.txt` is reported).
+    first_line: usize,
     accounts: Vec<(Name, Option<Name>, Assoc)>,
     lines: HashMap<Name, usize, crate::model::names::NameHash>,
     /// (key, assoc) in file order, and each one's line; sorted and checked for duplicates at
@@ -486,24 +731,16 @@ struct PendingCluster {
     user_lines: Vec<u32>,
 }
 
-impl<'s> ClusterBuilder<'s> {
-    fn new(src: &'s Source, clusters: &'s BTreeSet<Name>, rows_hint: usize) -> ClusterBuilder<'s> {
-        ClusterBuilder { src, clusters, per: BTreeMap::new(), unknown: BTreeSet::new(), first_capacity: rows_hint }
+impl ClusterBuilder {
+    fn new(src: Source, rows_hint: usize) -> ClusterBuilder {
+        ClusterBuilder { src, per: BTreeMap::new(), first_capacity: rows_hint }
     }
 
     fn push(&mut self, row: AssocRow, diags: &mut Vec<Diagnostic>) {
-        let src = self.src;
-        if !self.clusters.contains(&row.cluster) {
-            if self.unknown.insert(row.cluster.clone()) {
-                diags.push(
-                    error(src, row.line, format!("field Cluster: cluster `{}` is not in clusters.txt", row.cluster))
-                        .hint("the snapshot's reads were not taken together; take a new snapshot"),
-                );
-            }
-            return;
-        }
+        let src = &self.src;
         let capacity = std::mem::take(&mut self.first_capacity);
         let p = self.per.entry(row.cluster.clone()).or_insert_with(|| PendingCluster {
+            first_line: row.line,
             accounts: Vec::new(),
             lines: HashMap::default(),
             users: Vec::with_capacity(capacity),
@@ -569,10 +806,20 @@ impl<'s> ClusterBuilder<'s> {
         }
     }
 
-    fn finish(mut self, diags: &mut Vec<Diagnostic>) -> BTreeMap<Name, ClusterState> {
-        let src = self.src;
+    /// Clusters in `clusters` (those without rows get an empty state); rows of any other
+    /// cluster are reported.
+    fn finish(mut self, clusters: &BTreeSet<Name>, diags: &mut Vec<Diagnostic>) -> BTreeMap<Name, ClusterState> {
+        let src = &self.src;
+        for (name, p) in &self.per {
+            if !clusters.contains(name) {
+                diags.push(
+                    error(src, p.first_line, format!("field Cluster: cluster `{name}` is not in clusters.txt"))
+                        .hint(OUT_OF_STEP),
+                );
+            }
+        }
         let mut out = BTreeMap::new();
-        for cluster in self.clusters {
+        for cluster in clusters {
             let Some(p) = self.per.remove(cluster) else {
                 out.insert(cluster.clone(), ClusterState::default());
                 continue;
@@ -662,7 +909,10 @@ pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>)
             continue;
         };
         if !clusters.contains_key(&cluster) {
-            diags.push(error(src, row.line, format!("field Cluster: cluster `{cluster}` is not in clusters.txt")));
+            diags.push(
+                error(src, row.line, format!("field Cluster: cluster `{cluster}` is not in clusters.txt"))
+                    .hint(OUT_OF_STEP),
+            );
             continue;
         }
         per.entry(cluster).or_default().push((user, row.line, account));
@@ -726,20 +976,18 @@ pub fn parse_accounts(descr: &Source, org: &Source) -> (BTreeMap<Name, AccountRe
                     AccountRecord { description: Some(text.clone()), organization: Some(org_text.clone()) },
                 );
             }
-            None => diags.push(error(
-                descr,
-                *line,
-                format!("field Account: account `{name}` is not in {}", org.name.display()),
-            )),
+            None => diags.push(
+                error(descr, *line, format!("field Account: account `{name}` is not in {}", org.name.display()))
+                    .hint(OUT_OF_STEP),
+            ),
         }
     }
     for (name, (line, _)) in &o {
         if !d.contains_key(name) {
-            diags.push(error(
-                org,
-                *line,
-                format!("field Account: account `{name}` is not in {}", descr.name.display()),
-            ));
+            diags.push(
+                error(org, *line, format!("field Account: account `{name}` is not in {}", descr.name.display()))
+                    .hint(OUT_OF_STEP),
+            );
         }
     }
     (out, diags)
@@ -777,26 +1025,77 @@ pub fn parse_qos(src: &Source) -> (BTreeMap<Name, Qos>, Vec<Diagnostic>) {
 }
 
 /// Parse all reads of a snapshot into a [`State`], or every problem found.
+/// Rows that cannot be split ([`Unsplit`]) are errors here; [`parse_state_unsplit`] sets them
+/// apart instead.
 pub fn parse_state(raw: &RawReads) -> Result<State, Vec<Diagnostic>> {
-    let mut diags = Vec::new();
-    let (clusters, d) = parse_clusters(&raw.clusters);
-    diags.extend(d);
+    let (state, unsplit) = parse_state_unsplit(raw)?;
+    if unsplit.is_empty() {
+        return Ok(state);
+    }
+    Err(unsplit.iter().map(|u| u.diagnostic(true, "rename the object in slurmdbd (a name without `|`)")).collect())
+}
+
+/// [`parse_state`] with the rows that cannot be split left out of the state and returned.
+pub fn parse_state_unsplit(raw: &RawReads) -> Result<(State, Vec<Unsplit>), Vec<Diagnostic>> {
     // Association rows go straight into their clusters (no list of a million rows first).
     let rows_hint = raw.assocs.text.bytes().filter(|b| *b == b'\n').count() + 1;
-    let mut builder = ClusterBuilder::new(&raw.assocs, &clusters, rows_hint);
-    let mut row_diags = Vec::new();
-    for_each_assoc_row(&raw.assocs, ASSOC_COLUMNS, &mut diags, |row| builder.push(row, &mut row_diags));
-    diags.extend(row_diags);
-    let mut cluster_states = builder.finish(&mut diags);
-    diags.extend(parse_defaults(&raw.defaults, &mut cluster_states));
+    let mut assocs = AssocStream::new(&raw.assocs.name, rows_hint);
+    assocs.feed(raw.assocs.text.as_bytes());
+    parse_state_streamed(raw, assocs)
+}
+
+/// `defaults.txt` without its rows of more than three cells (set apart into `unsplit`), and
+/// for each kept line its line in the original.
+fn split_defaults(src: &Source, unsplit: &mut Vec<Unsplit>) -> Option<(Source, Vec<usize>)> {
+    let n = DEFAULT_COLUMNS.len();
+    if !src.text.lines().any(|l| l.split('|').count() > n) {
+        return None;
+    }
+    let mut kept = String::new();
+    let mut lines = Vec::new();
+    for (i, l) in src.text.lines().enumerate() {
+        if l.trim_end_matches('\r').split('|').count() > n {
+            unsplit.push(Unsplit { file: src.name.clone(), line: i + 1, text: l.trim_end_matches('\r').to_string() });
+        } else {
+            kept.push_str(l);
+            kept.push('\n');
+            lines.push(i + 1);
+        }
+    }
+    Some((Source::new(src.name.clone(), kept), lines))
+}
+
+/// [`parse_state_unsplit`] with the association read already fed to `assocs` (`raw.assocs` is
+/// not looked at): how a live read parses its largest output while it arrives.
+pub fn parse_state_streamed(raw: &RawReads, assocs: AssocStream) -> Result<(State, Vec<Unsplit>), Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let mut unsplit = Vec::new();
+    let (clusters, d) = parse_clusters(&raw.clusters);
+    diags.extend(d);
+    let mut cluster_states = assocs.finish(&clusters, &mut diags, &mut unsplit);
+    match split_defaults(&raw.defaults, &mut unsplit) {
+        None => diags.extend(parse_defaults(&raw.defaults, &mut cluster_states)),
+        Some((kept, lines)) => {
+            let mut d = parse_defaults(&kept, &mut cluster_states);
+            for x in &mut d {
+                if let Some(loc) = &mut x.location
+                    && loc.line > 0
+                {
+                    loc.line = lines.get(loc.line - 1).copied().unwrap_or(loc.line);
+                }
+            }
+            diags.extend(d);
+        }
+    }
     let (accounts, d) = parse_accounts(&raw.accounts_descr, &raw.accounts_org);
     diags.extend(d);
     let (qos, d) = parse_qos(&raw.qos);
     diags.extend(d);
     if diags.is_empty() {
-        Ok(State { clusters: cluster_states, accounts, qos })
+        Ok((State { clusters: cluster_states, accounts, qos }, unsplit))
     } else {
         crate::diag::sort(&mut diags);
+        cap_per_file(&mut diags);
         Err(diags)
     }
 }

@@ -128,6 +128,12 @@ pub fn load(dir: &Path) -> Result<State, Vec<Diagnostic>> {
     parse::parse_state(&raw)
 }
 
+/// [`load`], with rows that cannot be split left out of the state and returned beside it.
+pub fn load_unsplit(dir: &Path) -> Result<(State, Vec<parse::Unsplit>), Vec<Diagnostic>> {
+    let (raw, _) = read_dir(dir)?;
+    parse::parse_state_unsplit(&raw)
+}
+
 /// Write `files` (file name, raw text) and `manifest.json` into `dir`, creating it if needed.
 pub fn write_dir(dir: &Path, files: &[(&'static str, String)], manifest: &Manifest) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;

@@ -111,7 +111,7 @@ fn qos_lists() {
     );
     assert!(parse_qos_list("hi,-normal").unwrap_err().contains("mixes"));
     assert!(parse_qos_list("hi,,lo").is_err());
-    assert!(parse_qos_list("Hi").is_err());
+    assert_eq!(parse_qos_list("Hi").unwrap(), QosList::Set([Name::from_sacctmgr("Hi", NameKind::Qos).unwrap()].into()));
     assert!(parse_qos_list("--x").is_err());
 }
 
@@ -205,7 +205,7 @@ fn a_small_state() {
 fn every_error_is_reported_with_file_line_and_field() {
     let assocs = [
         arow(&[("Cluster", "c1"), ("Account", "root")]), // 1 ok
-        arow(&[("Cluster", "c1"), ("Account", "a b"), ("ParentName", "root")]), // 2 bad name
+        arow(&[("Cluster", "c1"), ("Account", "a b"), ("ParentName", "root"), ("MaxJobs", "x")]), // 2 bad cell
         arow(&[("Cluster", "c1"), ("Account", "x"), ("ParentName", "root"), ("GrpJobs", "-1")]), // 3 negative
         arow(&[("Cluster", "c1"), ("Account", "y")]),    // 4 no parent
         arow(&[("Cluster", "c1"), ("Account", "z"), ("ParentName", "nope")]), // 5 missing parent
@@ -229,7 +229,7 @@ fn every_error_is_reported_with_file_line_and_field() {
     );
     let errs = errors_of(parse_state(&r));
     let want = [
-        "assocs.txt:2: error[bad-snapshot]: field Account: invalid account name `a b`",
+        "assocs.txt:2: error[bad-snapshot]: field MaxJobs: `x` is not a non-negative integer, in the row `c1|a b||",
         "assocs.txt:3: error[bad-snapshot]: field GrpJobs: `-1` is not a non-negative integer",
         "assocs.txt:4: error[bad-snapshot]: field ParentName: account `y` has no parent",
         "assocs.txt:5: error[bad-snapshot]: field ParentName: on cluster `c1`: account `z` names parent `nope`",
@@ -271,10 +271,47 @@ fn cycles_are_reported() {
 }
 
 #[test]
-fn upper_case_where_sacctmgr_lower_cases_is_an_error() {
-    let r = raw("C1\n", "", "", "", "", "");
+fn any_name_sacctmgr_prints_is_read() {
+    // Names real 22.05 holds (docs/sacctmgr.md): SSSD-style, `+`, `:`, non-ASCII, a space,
+    // upper case kept by PreserveCaseUser.
+    let users = ["john@uni.ee", "a+b", "x:y", "ü", "sp ace", "Mixed"];
+    let mut assocs = vec![
+        arow(&[("Cluster", "c1"), ("Account", "root")]),
+        arow(&[("Cluster", "c1"), ("Account", "acc sp"), ("ParentName", "root")]),
+    ];
+    assocs.extend(users.iter().map(|u| arow(&[("Cluster", "c1"), ("Account", "acc sp"), ("User", u)])));
+    let defaults: String = users.iter().map(|u| format!("c1|{u}|acc sp\n")).collect();
+    let r = raw("c1\n", &(assocs.join("\n") + "\n"), &defaults, "acc sp|d\nroot|r\n", "acc sp|o\nroot|r\n", "");
+    let state = parse_state(&r).unwrap();
+    let cs = &state.clusters["c1"];
+    for u in users {
+        assert_eq!(cs.defaults[u].as_str(), "acc sp", "{u}");
+    }
+    assert_eq!(cs.users.len(), users.len());
+}
+
+#[test]
+fn diagnostics_are_capped_per_file() {
+    let mut assocs = vec![arow(&[("Cluster", "c1"), ("Account", "root")])];
+    assocs.extend(
+        (0..50).map(|i| {
+            arow(&[("Cluster", "c1"), ("Account", &format!("a{i}")), ("ParentName", "root"), ("MaxJobs", "x")])
+        }),
+    );
+    let r = raw("c1\n", &assocs.join("\n"), "", "", "", "");
     let errs = errors_of(parse_state(&r));
-    assert!(errs[0].contains("lower case"), "{errs:?}");
+    assert_eq!(errs.len(), MAX_DIAGNOSTICS_PER_FILE + 1, "{errs:?}");
+    assert!(errs.last().unwrap().contains("... and 30 more"), "{errs:?}");
+}
+
+#[test]
+fn only_problems_between_reads_are_out_of_step() {
+    let assocs = [arow(&[("Cluster", "c1"), ("Account", "root")]), arow(&[("Cluster", "c2"), ("Account", "root")])];
+    let errs = parse_state(&raw("c1\n", &assocs.join("\n"), "", "root|r\n", "root|r\n", "")).unwrap_err();
+    assert!(errs.iter().all(is_out_of_step), "{errs:?}");
+    let assocs = [arow(&[("Cluster", "c1"), ("Account", "root"), ("MaxJobs", "x")])];
+    let errs = parse_state(&raw("c1\n", &assocs.join("\n"), "", "root|r\n", "root|r\n", "")).unwrap_err();
+    assert!(!errs.iter().any(is_out_of_step), "{errs:?}");
 }
 
 // ---- property tests ------------------------------------------------------------------------
@@ -285,6 +322,24 @@ fn any_text() -> impl Strategy<Value = String> {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The association read fed in pieces of any size (as a live read arrives) parses to the
+    /// same state, or the same diagnostics, as the whole text.
+    #[test]
+    fn streamed_in_pieces_is_the_same_as_whole(text in any_text(), cuts in proptest::collection::vec(0usize..80, 0..8)) {
+        let r = raw("c1\n", &text, "", "root|r\n", "root|r\n", "");
+        let whole = parse_state_unsplit(&r);
+        let mut s = AssocStream::new("assocs.txt", 0);
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        for c in cuts {
+            let end = (at + c).min(bytes.len());
+            s.feed(&bytes[at..end]);
+            at = end;
+        }
+        s.feed(&bytes[at..]);
+        prop_assert_eq!(parse_state_streamed(&r, s), whole);
+    }
 
     #[test]
     fn parsers_never_panic(texts in proptest::collection::vec(any_text(), 6), bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
