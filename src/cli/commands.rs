@@ -8,7 +8,7 @@ use slurmplan::diag::{self, Diagnostic};
 use slurmplan::model::State;
 use slurmplan::plan::{self, Plan};
 use slurmplan::render::{self, Format, Options};
-use slurmplan::sacctmgr::runner::ProcessRunner;
+use slurmplan::sacctmgr::runner::{ProcessRunner, Transport};
 use slurmplan::sacctmgr::{live, parse, reads, snapshot};
 use slurmplan::{desired, model};
 
@@ -63,12 +63,31 @@ pub fn runner(g: &Global) -> Result<ProcessRunner, Failure> {
         (None, None) => PathBuf::from("sacctmgr"),
     };
     let prefix: Vec<String> = g.exec_prefix.as_deref().unwrap_or("").split_whitespace().map(str::to_string).collect();
+    if let Some(first) = prefix.first()
+        && Path::new(first).file_name().is_some_and(|n| n == "ssh")
+    {
+        return Err(Failure::new(format!(
+            "`--exec-prefix {}`: ssh joins the words after the host into one line for the remote shell, which would parse descriptions and names",
+            diag::cut(g.exec_prefix.as_deref().unwrap_or(""))
+        ))
+        .hint("use `--ssh DEST` (env SLURMPLAN_SSH): it quotes every word for the remote shell")
+        .code(super::EXIT_USAGE));
+    }
     if g.timeout == 0 {
         return Err(Failure::new("`--timeout 0` would kill every sacctmgr call")
             .hint("give a timeout in seconds, e.g. 120")
             .code(super::EXIT_USAGE));
     }
-    Ok(ProcessRunner::new(program, prefix, Duration::from_secs(g.timeout)))
+    let transport = match g.ssh.as_deref() {
+        None => Transport::Local,
+        Some(dest) if dest.is_empty() || dest.starts_with('-') || dest.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            return Err(Failure::new(format!("`--ssh {}` is not an ssh destination", diag::cut(dest)))
+                .hint("give a host name or user@host (ssh options go in ~/.ssh/config)")
+                .code(super::EXIT_USAGE));
+        }
+        Some(dest) => Transport::Ssh { dest: dest.to_string() },
+    };
+    Ok(ProcessRunner::new(program, prefix, Duration::from_secs(g.timeout)).with_transport(transport))
 }
 
 /// `<slurm_bin_path>/sacctmgr` from the site-agent config (the agent's default: /usr/bin).
