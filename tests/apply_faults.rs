@@ -153,9 +153,8 @@ fn unknown_format_version_is_refused() {
 #[test]
 fn lock_contention_names_the_holder() {
     let site = Site::new();
-    let _held =
-        slurmplan::apply::lock::acquire(&site.locks(), &["rocket".to_string()], std::time::Duration::from_secs(1))
-            .unwrap();
+    let scope = slurmplan::apply::lock::Scope { global: false, clusters: vec!["rocket".to_string()] };
+    let _held = slurmplan::apply::lock::acquire(&site.locks(), &scope, std::time::Duration::from_secs(1)).unwrap();
     let r = site.apply_with(&[], &["--lock-timeout", "1"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains(&format!("PID {}", std::process::id())), "{}", r.stderr);
@@ -172,7 +171,14 @@ fn failure_at_step_k_of_m_then_resume() {
     let r = site.apply_with(&[("FAKE_SACCTMGR_FAIL_AT", "3")], &[]);
     assert_eq!(r.code, 3, "{r:?}");
     assert!(r.stderr.contains(&format!("applied {} of {m}; failed at step {k}", k - 1)), "{}", r.stderr);
-    let j = site.journal();
+    let all = site.journal();
+    // each step: `started` before it runs, `finished` after
+    assert!(
+        all.chunks(2)
+            .all(|p| p[0]["event"] == "started" && p[1]["event"] == "finished" && p[0]["step"] == p[1]["step"]),
+        "{all:#?}"
+    );
+    let j: Vec<_> = all.into_iter().filter(|e| e["event"] == "finished").collect();
     assert_eq!(j.len(), k, "{j:#?}");
     assert!(j[..k - 1].iter().all(|e| e["result"] == "ok"), "{j:#?}");
     assert_eq!(j[k - 1]["result"], "failed");
@@ -403,4 +409,121 @@ fn sacctmgr_path_comes_from_the_agent_config() {
     assert!(!String::from_utf8_lossy(&o.stderr).contains("SECRET"));
     let o = run(&["--sacctmgr", "/nonexistent/sacctmgr"]);
     assert_eq!(o.status.code(), Some(1));
+}
+
+/// A sacctmgr that holds write call `at` until the file `go` appears beside the fake's state
+/// (after saying so with the file `running`), then runs the fake.
+fn gated_sacctmgr(site: &Site, at: usize) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = site.path("gated-sacctmgr");
+    let d = site.dir.path().display();
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = -i ]; then\n  n=$(cat {d}/writes 2>/dev/null || echo 0); n=$((n+1)); echo $n > {d}/writes\n  if [ $n = {at} ]; then\n    touch {d}/running\n    i=0; while [ ! -e {d}/go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n  fi\nfi\nexec {FAKE} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn wait_for(path: &Path) {
+    let t = std::time::Instant::now();
+    while !path.exists() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "{} never appeared", path.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn spawn_apply(site: &Site, sacctmgr: &Path) -> std::process::Child {
+    let j = site.path("journal.jsonl");
+    Command::new(env!("CARGO_BIN_EXE_slurmplan"))
+        .args(["apply", "-d", DESIRED, "--auto-approve", "--color", "never", "--journal", j.to_str().unwrap()])
+        .env("SLURMPLAN_SACCTMGR", sacctmgr)
+        .env("SLURMPLAN_LOCK_DIR", site.locks())
+        .env("FAKE_SACCTMGR_DIR", site.state())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    let st = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
+    assert!(st.success());
+}
+
+/// SIGTERM (and SIGINT) while step 2 runs: the step finishes and is journalled, nothing after it
+/// runs, the lock is released and the exit code is 3.
+#[test]
+fn sigterm_stops_after_the_running_step() {
+    for sig in ["-TERM", "-INT"] {
+        let site = Site::new();
+        let m = step_count(&site);
+        assert!(m >= 3);
+        let sacctmgr = gated_sacctmgr(&site, 2);
+        let child = spawn_apply(&site, &sacctmgr);
+        wait_for(&site.path("running"));
+        signal(&child, sig);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::fs::write(site.path("go"), "").unwrap();
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{sig}: {stderr}");
+        assert!(stderr.contains("stopped by SIG") && stderr.contains("applied 2 of"), "{stderr}");
+        assert_eq!(site.calls(), 2, "a step after the signal ran");
+        let j = site.journal();
+        let finished: Vec<_> = j.iter().filter(|e| e["event"] == "finished").collect();
+        assert_eq!(finished.len(), 2, "{j:#?}");
+        assert_eq!(finished[1]["result"], "ok");
+        assert_eq!(j.last().unwrap()["event"], "stopped", "{j:#?}");
+        // the lock is free and no interruption is reported: the stop was clean
+        let p = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+        assert!(!p.stderr.contains("interrupted"), "{}", p.stderr);
+        site.converges();
+    }
+}
+
+/// `kill -9` while step 2 runs: the journal names step 2 as started and not finished, and the
+/// next plan and apply say that a previous apply was interrupted at step 2.
+#[test]
+fn kill_9_leaves_the_running_step_in_the_journal() {
+    let site = Site::new();
+    let (_, argv) = site.plan_file();
+    let sacctmgr = gated_sacctmgr(&site, 2);
+    let child = spawn_apply(&site, &sacctmgr);
+    wait_for(&site.path("running"));
+    signal(&child, "-KILL");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), None);
+    let j = site.journal();
+    let last = j.last().unwrap();
+    assert_eq!(last["event"], "started", "{j:#?}");
+    assert_eq!(last["step"], 2);
+    let logged: Vec<&str> = last["argv"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert_eq!(logged[1..], argv[1][1..]);
+    // the orphaned sacctmgr still holds the lock: an apply now would wait for it
+    let r = site.apply_with(&[], &["--lock-timeout", "0"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("holds the lock"), "{}", r.stderr);
+    std::fs::write(site.path("go"), "").unwrap();
+    let t = std::time::Instant::now();
+    let p = loop {
+        let p = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+        if p.stderr.contains("interrupted") || t.elapsed() > std::time::Duration::from_secs(20) {
+            break p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(p.stderr.contains("a previous apply") && p.stderr.contains("interrupted at step 2 of"), "{}", p.stderr);
+    assert!(p.stderr.contains(&argv[1][2..].join(" ")), "{}", p.stderr);
+    // the next apply says it too, and once it ends cleanly the report is gone
+    let r = site.apply_with(&[], &[]);
+    assert!(r.stderr.contains("interrupted at step 2 of"), "{}", r.stderr);
+    assert_eq!(r.code, 0, "{r:?}");
+    let p = site.slurmplan(&["plan", "-d", DESIRED, "--detailed-exitcode"], &[]);
+    assert!(!p.stderr.contains("interrupted"), "{}", p.stderr);
+    assert_eq!(p.code, 0, "{p:?}");
 }

@@ -33,7 +33,12 @@ fn seed(args: &[&str]) {
     let mut v = vec!["-i"];
     v.extend_from_slice(args);
     let o = sacctmgr(&v);
-    assert!(o.status.success(), "seed {v:?}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "seed {v:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 fn show(args: &[&str]) -> Vec<String> {
@@ -137,7 +142,8 @@ fn ssh_transport_delivers_free_text_verbatim() {
     let d = desired.to_str().unwrap();
     let env = [("PATH", path_with(&bin))];
 
-    let r = slurmplan_in(dir.path(), &["--ssh", "headnode", "apply", "-d", d, "--auto-approve", "--color", "never"], &env);
+    let r =
+        slurmplan_in(dir.path(), &["--ssh", "headnode", "apply", "-d", d, "--auto-approve", "--color", "never"], &env);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
     let log = std::fs::read_to_string(dir.path().join("ssh.log")).unwrap();
@@ -159,13 +165,20 @@ fn ssh_transport_delivers_free_text_verbatim() {
         assert_eq!(r.code, 1, "{bad}: {}", r.stderr);
         assert!(r.stderr.contains("description"), "{}", r.stderr);
     }
-    assert_eq!(show(&["show", "account", "sshroot", "format=Account,Description"]), [format!("sshroot|{nasty}").to_lowercase()]);
+    assert_eq!(
+        show(&["show", "account", "sshroot", "format=Account,Description"]),
+        [format!("sshroot|{nasty}").to_lowercase()]
+    );
 
     std::fs::write(&desired, yaml(nasty)).unwrap();
     let r = slurmplan_in(dir.path(), &["--exec-prefix", "ssh headnode --", "plan", "-d", d], &env);
     assert_eq!(r.code, 64, "{}", r.stderr);
     assert!(r.stderr.contains("--ssh"), "{}", r.stderr);
-    let r = slurmplan_in(dir.path(), &["plan", "-d", d], &[("PATH", path_with(&bin)), ("SLURMPLAN_EXEC_PREFIX", "/usr/bin/ssh -T head".into())]);
+    let r = slurmplan_in(
+        dir.path(),
+        &["plan", "-d", d],
+        &[("PATH", path_with(&bin)), ("SLURMPLAN_EXEC_PREFIX", "/usr/bin/ssh -T head".into())],
+    );
     assert_eq!(r.code, 64, "{}", r.stderr);
 }
 
@@ -175,12 +188,19 @@ fn ssh_transport_delivers_free_text_verbatim() {
 fn timeout_holds_for_a_wrapper_with_a_long_child() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("child.pid");
-    let wrapper =
-        script(&dir.path().join("sacctmgr"), &format!("sleep 120 &\necho $! > {}\nwait", pidfile.display()));
+    let wrapper = script(&dir.path().join("sacctmgr"), &format!("sleep 120 &\necho $! > {}\nwait", pidfile.display()));
     let t0 = Instant::now();
     let r = slurmplan_in(
         dir.path(),
-        &["--sacctmgr", wrapper.to_str().unwrap(), "--timeout", "1", "dump", "-o", dir.path().join("snap").to_str().unwrap()],
+        &[
+            "--sacctmgr",
+            wrapper.to_str().unwrap(),
+            "--timeout",
+            "1",
+            "dump",
+            "-o",
+            dir.path().join("snap").to_str().unwrap(),
+        ],
         &[],
     );
     let took = t0.elapsed();

@@ -34,13 +34,28 @@ impl Observer for Bar {
 }
 
 fn clusters_of(plan: &Plan) -> Vec<String> {
-    let mut v: Vec<String> = plan.steps.iter().filter_map(|s| s.command.cluster().map(|c| c.to_string())).collect();
-    v.sort();
-    v.dedup();
-    if v.is_empty() {
-        v.push("_global".into());
+    lock::scope(plan).clusters
+}
+
+/// Tell about applies that were killed before they ended (their lock files still name their
+/// journal): the step that was running, which may or may not have been committed.
+pub fn report_interrupted(previous: &[lock::Previous]) {
+    let mut seen = std::collections::BTreeSet::new();
+    for p in previous.iter().filter(|p| seen.insert(&p.journal)) {
+        match apply::journal::unfinished(&p.journal) {
+            Some((step, of, argv)) => eprintln!(
+                "warning: a previous apply (PID {}) was interrupted at step {step} of {of}: {}\n  hint: that step may or may not have been committed; its journal is {}; `slurmplan plan` shows what is left",
+                p.pid,
+                slurmplan::diag::tidy(&argv.join(" ")),
+                p.journal.display()
+            ),
+            None => eprintln!(
+                "warning: a previous apply (PID {}) was interrupted between steps\n  hint: its journal is {}; `slurmplan plan` shows what is left",
+                p.pid,
+                p.journal.display()
+            ),
+        }
     }
-    v
 }
 
 pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
@@ -62,9 +77,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             }
             let outside: Vec<String> = clusters_of(&plan)
                 .into_iter()
-                .filter(|c| {
-                    c != "_global" && !g.clusters.is_empty() && !g.clusters.iter().any(|s| s.eq_ignore_ascii_case(c))
-                })
+                .filter(|c| !g.clusters.is_empty() && !g.clusters.iter().any(|s| s.eq_ignore_ascii_case(c)))
                 .collect();
             if !outside.is_empty() {
                 return Err(Failure::new(format!(
@@ -74,7 +87,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 ))
                 .hint("re-plan with the same --cluster, or drop --cluster to apply the whole plan"));
             }
-            let _locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
+            let _locks = take_lock(&lock_dir, &plan, a.lock_timeout)?;
             let current = current_state(g, None)?;
             let now = fingerprint(&current);
             if now != plan.current_fingerprint {
@@ -120,7 +133,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             return Ok(EXIT_ERROR);
         }
     }
-    let locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
+    let locks = take_lock(&lock_dir, &plan, a.lock_timeout)?;
     // The state may have changed while the plan was shown: re-read under the lock.
     let again = current_state(g, None)?;
     if fingerprint(&again) != plan.current_fingerprint {
@@ -130,13 +143,15 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
     execute(g, &a, plan, current, lock_dir, locks)
 }
 
-fn take_lock(dir: &std::path::Path, clusters: &[String], timeout: u64) -> Result<lock::Locks, Failure> {
-    lock::acquire(dir, clusters, Duration::from_secs(timeout)).map_err(|e| match e {
+fn take_lock(dir: &std::path::Path, plan: &Plan, timeout: u64) -> Result<lock::Locks, Failure> {
+    let locks = lock::acquire(dir, &lock::scope(plan), Duration::from_secs(timeout)).map_err(|e| match e {
         lock::LockError::Busy { .. } => {
             Failure::new(e.to_string()).hint("wait for it to finish, or raise --lock-timeout")
         }
         other => Failure::new(other.to_string()).hint("set --lock-dir to a writable directory"),
-    })
+    })?;
+    report_interrupted(&locks.previous);
+    Ok(locks)
 }
 
 fn execute(
@@ -145,7 +160,7 @@ fn execute(
     plan: Plan,
     current: slurmplan::model::State,
     lock_dir: PathBuf,
-    _locks: lock::Locks,
+    mut locks: lock::Locks,
 ) -> Outcome {
     let r = runner(g)?;
     let journal_path = a.journal.clone().unwrap_or_else(|| {
@@ -156,6 +171,23 @@ fn execute(
         Failure::new(format!("cannot create journal `{}`", journal_path.display())).cause(e.to_string())
     })?;
     eprintln!("journal: {}", journal_path.display());
+    locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
+    let result = run_steps(g, a, &r, &plan, &current, &journal_path, &mut journal);
+    // Every end that reaches here is a clean one (a failed step, a signal, a verification
+    // result): the lock files stop naming this journal. A kill leaves them naming it.
+    locks.release();
+    result
+}
+
+fn run_steps(
+    g: &Global,
+    a: &ApplyArgs,
+    r: &slurmplan::sacctmgr::runner::ProcessRunner,
+    plan: &Plan,
+    current: &slurmplan::model::State,
+    journal_path: &std::path::Path,
+    journal: &mut Journal,
+) -> Outcome {
     let total = plan.steps.len();
     let report = if std::io::stderr().is_terminal() && total > 3 {
         let bar = ProgressBar::new(total as u64);
@@ -164,11 +196,11 @@ fn execute(
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let mut obs = Bar(bar);
-        let rep = apply::execute(&plan, &r, &mut journal, &mut obs);
+        let rep = apply::execute(plan, r, journal, &mut obs);
         obs.0.finish_and_clear();
         rep
     } else {
-        apply::execute(&plan, &r, &mut journal, &mut Lines)
+        apply::execute(plan, r, journal, &mut Lines)
     }
     .map_err(|e| Failure::new(format!("cannot write journal `{}`", journal_path.display())).cause(e.to_string()))?;
     if let Some(f) = report.failure {
@@ -189,17 +221,28 @@ fn execute(
             ))
             .code(code));
     }
+    if let Some(sig) = report.stopped {
+        return Err(Failure::new(format!(
+            "stopped by {} after step {}: applied {} of {}",
+            apply::signals::name(sig),
+            report.applied,
+            report.applied,
+            report.total
+        ))
+        .hint(format!("the journal is {}; `slurmplan plan` shows the remaining work", journal_path.display()))
+        .code(EXIT_PARTIAL));
+    }
     eprintln!("applied {} of {} steps.", report.applied, report.total);
     if a.no_verify {
         eprintln!("verification skipped (--no-verify).");
         return Ok(EXIT_OK);
     }
-    let Some(expected) = apply::expected_state(&current, &plan) else {
+    let Some(expected) = apply::expected_state(current, plan) else {
         return Err(Failure::new("cannot verify: the plan's steps do not replay on the state read before applying")
             .code(EXIT_PARTIAL));
     };
     let after = current_state(g, None)?;
-    let left = apply::unconverged(&after, &expected, &plan);
+    let left = apply::unconverged(&after, &expected, plan);
     let _ = journal.event(&serde_json::json!({"verify": if left.is_empty() { "converged" } else { "not converged" }, "remaining": left.iter().map(|c| c.address()).collect::<Vec<_>>()}));
     if !left.is_empty() {
         let mut f = Failure::new(format!("apply finished but {} object(s) did not converge", left.len()));

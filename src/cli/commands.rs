@@ -80,7 +80,11 @@ pub fn runner(g: &Global) -> Result<ProcessRunner, Failure> {
     }
     let transport = match g.ssh.as_deref() {
         None => Transport::Local,
-        Some(dest) if dest.is_empty() || dest.starts_with('-') || dest.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+        Some(dest)
+            if dest.is_empty()
+                || dest.starts_with('-')
+                || dest.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+        {
             return Err(Failure::new(format!("`--ssh {}` is not an ssh destination", diag::cut(dest)))
                 .hint("give a host name or user@host (ssh options go in ~/.ssh/config)")
                 .code(super::EXIT_USAGE));
@@ -377,6 +381,8 @@ fn targeted(current: &State, desired: &State, targets: &[String]) -> Result<Stat
 }
 
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
+    let lock_dir = std::env::var_os("SLURMPLAN_LOCK_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    super::apply::report_interrupted(&slurmplan::apply::lock::interrupted(&lock_dir));
     let (mut plan, current) =
         build_plan(g, &a.desired, a.state.state.as_deref(), a.planning.allow_mass_delete, &a.planning.targets)?;
     if a.planning.no_batch {

@@ -78,7 +78,9 @@ impl ProcessRunner {
 /// treats specially are left bare for readability.
 pub fn sh_quote(word: &str) -> String {
     let plain = !word.is_empty()
-        && word.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/' | b',' | b'=' | b':' | b'+' | b'@'));
+        && word.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/' | b',' | b'=' | b':' | b'+' | b'@')
+        });
     if plain {
         return word.to_string();
     }
@@ -253,10 +255,17 @@ mod tests {
     /// Over ssh the remote command is one string of quoted words after `--`.
     #[test]
     fn ssh_transport_quotes_the_whole_remote_command() {
-        let r = ProcessRunner::new("/usr/bin/sacctmgr".into(), vec!["sudo".into(), "-u".into(), "slurm".into()], Duration::from_secs(1))
-            .with_transport(Transport::Ssh { dest: "head1".into() });
+        let r = ProcessRunner::new(
+            "/usr/bin/sacctmgr".into(),
+            vec!["sudo".into(), "-u".into(), "slurm".into()],
+            Duration::from_secs(1),
+        )
+        .with_transport(Transport::Ssh { dest: "head1".into() });
         let v = r.describe(&["-i".into(), "description=a b;c".into()]);
-        assert_eq!(v, ["ssh", "-o", "BatchMode=yes", "head1", "--", "sudo -u slurm /usr/bin/sacctmgr -i 'description=a b;c'"]);
+        assert_eq!(
+            v,
+            ["ssh", "-o", "BatchMode=yes", "head1", "--", "sudo -u slurm /usr/bin/sacctmgr -i 'description=a b;c'"]
+        );
     }
 
     /// A wrapper whose child holds the pipes: the timeout kills the whole group and returns at
