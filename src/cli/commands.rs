@@ -117,16 +117,28 @@ pub fn current_state(g: &Global, dir: Option<&Path>) -> Result<State, Failure> {
 /// (off for cron reports, which mail anything on stderr).
 pub fn read_state(g: &Global, dir: Option<&Path>, progress: bool) -> Result<State, Failure> {
     match dir {
-        Some(dir) => snapshot::load(dir).map_err(|mut d| {
-            print_diags(&mut d);
-            Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
-        }),
+        Some(dir) => load_snapshot(dir),
         None => {
             let r = runner(g)?;
             if progress {
                 eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
             }
             read_live(&r, progress).map(|(_, state)| state)
+        }
+    }
+}
+
+/// A snapshot directory's state; its warnings (no checksums) and errors printed.
+fn load_snapshot(dir: &Path) -> Result<State, Failure> {
+    match snapshot::load_with_warnings(dir) {
+        Ok((state, mut warnings)) => {
+            print_diags(&mut warnings);
+            Ok(state)
+        }
+        Err(mut d) => {
+            print_diags(&mut d);
+            Err(Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
+                .hint("take it again with `slurmplan dump -o DIR`, or fix the file named above"))
         }
     }
 }
@@ -411,10 +423,7 @@ fn validate(a: ValidateArgs) -> Outcome {
     let accounts: usize = d.clusters.values().map(|c| c.accounts.len()).sum();
     let users: usize = d.clusters.values().map(|c| c.users.len()).sum();
     if let Some(dir) = &a.state {
-        let current = snapshot::load(dir).map_err(|mut diags| {
-            print_diags(&mut diags);
-            Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
-        })?;
+        let current = load_snapshot(dir)?;
         resolve(&d, &current)?;
     }
     println!(

@@ -252,11 +252,12 @@ impl<'a> Loader<'a> {
             return None;
         };
         let mut out: Vec<(Name, &SNode)> = Vec::new();
+        let mut seen: std::collections::HashSet<Name> = std::collections::HashSet::with_capacity(items.len());
         for item in items {
             let Some(n) = self.name(item, kind, what) else {
                 continue;
             };
-            if out.iter().any(|(m, _)| *m == n) {
+            if !seen.insert(n.clone()) {
                 self.warn(
                     "duplicate-entry",
                     item,
@@ -310,16 +311,22 @@ impl<'a> Loader<'a> {
         );
     }
 
-    fn count(&mut self, node: &SNode, what: &str) -> Option<u64> {
+    /// A whole number from 0 to `max` (one of `values::MAX_*`: what slurmdbd stores).
+    fn count(&mut self, node: &SNode, what: &str, max: u64) -> Option<u64> {
         match node.value {
             Node::Int(n) if n < 0 => {
                 self.negative(node, what, n);
                 None
             }
-            Node::Int(n) => match u64::try_from(n) {
-                Ok(v) => Some(v),
-                Err(_) => {
-                    self.error("bad-value", node, format!("`{what}` is too large"), "use a smaller number");
+            Node::Int(n) => match u64::try_from(n).ok().filter(|v| *v <= max) {
+                Some(v) => Some(v),
+                None => {
+                    self.error(
+                        "bad-value",
+                        node,
+                        format!("`{what}` is {n}; slurmdbd stores 0 to {max}"),
+                        format!("use a number from 0 to {max}, or omit `{what}` to leave it unset"),
+                    );
                     None
                 }
             },
@@ -332,7 +339,7 @@ impl<'a> Loader<'a> {
 
     fn duration(&mut self, node: &SNode, what: &str) -> Option<u64> {
         match &node.value {
-            Node::Int(_) => self.count(node, what),
+            Node::Int(_) => self.count(node, what, values::MAX_COUNT),
             Node::Str(s) => match values::parse_duration(s) {
                 Ok(m) => Some(m),
                 Err(e) => {
@@ -358,10 +365,15 @@ impl<'a> Loader<'a> {
                 self.negative(node, "fairshare", *n);
                 None
             }
-            Node::Int(n) => match u32::try_from(*n) {
-                Ok(v) => Fairshare::normal(v),
-                Err(_) => {
-                    self.error("bad-value", node, "`fairshare` is too large".into(), "use a number below 4294967296");
+            Node::Int(n) => match u32::try_from(*n).ok().filter(|v| *v <= values::MAX_SHARES) {
+                Some(v) => Fairshare::normal(v),
+                None => {
+                    self.error(
+                        "bad-value",
+                        node,
+                        format!("`fairshare` is {n}; slurmdbd stores 0 to {} shares", values::MAX_SHARES),
+                        "use a smaller number of shares, or `parent`",
+                    );
                     None
                 }
             },
@@ -409,8 +421,10 @@ impl<'a> Loader<'a> {
                     self.negative(e.value, &label, *n);
                     None
                 }
-                Node::Int(_) => self.count(e.value, &label),
-                Node::Str(s) => match values::parse_tres_value(&e.text, s) {
+                Node::Int(_) => self.count(e.value, &label, values::MAX_TRES),
+                Node::Str(s) => match values::parse_tres_value(&e.text, s)
+                    .and_then(|v| values::in_range(v, values::MAX_TRES, &label))
+                {
                     Ok(v) => Some(v),
                     Err(msg) => {
                         self.error(
@@ -615,7 +629,7 @@ impl<'a> Loader<'a> {
                 q.grp_tres = self.tres(t, &format!("{what}.grp_tres"));
             }
             if let Some(n) = f.get("grp_submit_jobs") {
-                q.grp_submit_jobs = self.count(n, &format!("{what}.grp_submit_jobs"));
+                q.grp_submit_jobs = self.count(n, &format!("{what}.grp_submit_jobs"), values::MAX_COUNT);
             }
             if let Some(n) = f.get("max_wall") {
                 q.max_wall = self.duration(n, &format!("{what}.max_wall"));
@@ -900,7 +914,8 @@ impl<'a> Loader<'a> {
         if let Some(n) = f.get("fairshare") {
             limits.fairshare = self.fairshare(n);
         }
-        let count = |l: &mut Self, key: &str| f.get(key).and_then(|n| l.count(n, &format!("{what}.{key}")));
+        let count =
+            |l: &mut Self, key: &str| f.get(key).and_then(|n| l.count(n, &format!("{what}.{key}"), values::MAX_COUNT));
         limits.grp_jobs = count(self, "grp_jobs");
         limits.grp_submit_jobs = count(self, "grp_submit_jobs");
         limits.max_jobs = count(self, "max_jobs");
