@@ -527,3 +527,93 @@ fn kill_9_leaves_the_running_step_in_the_journal() {
     assert!(!p.stderr.contains("interrupted"), "{}", p.stderr);
     assert_eq!(p.code, 0, "{p:?}");
 }
+
+/// A plan file edited by someone who recomputes its checksum: every step is checked before the
+/// first write, and any refusal means nothing runs.
+#[test]
+fn edited_and_rechecksummed_plans_run_nothing() {
+    use slurmplan::plan::{Phase, Step, file};
+    let raw = |s: &str| -> slurmplan::model::Name { serde_json::from_value(serde_json::json!(s)).unwrap() };
+    let site = Site::new();
+    let (p, _) = site.plan_file();
+    let plan = file::read(&p).unwrap();
+    let cluster = raw("rocket");
+    let cases: Vec<(SCommand, &str)> = vec![
+        (
+            SCommand::DeleteAccount { cluster: cluster.clone(), names: vec![raw("hpc_c_tartu"), raw("root")] },
+            "deletes account `root`",
+        ),
+        (SCommand::DeleteQos { names: vec![] }, "names no QoS"),
+        (SCommand::DeleteQos { names: vec![raw("normal;touch pwned")] }, "invalid QoS name"),
+        (SCommand::DeleteQos { names: vec![raw("x\u{1b}]0;owned\u{7}")] }, "invalid QoS name"),
+        (SCommand::DeleteQos { names: vec![raw("nosuch")] }, "does not apply to the current state"),
+    ];
+    for (command, want) in cases {
+        let mut edited = plan.clone();
+        edited.steps.push(Step {
+            number: edited.steps.len() + 1,
+            phase: Phase::QosDelete,
+            argv: command.argv(),
+            command,
+            causes: vec![],
+            note: None,
+        });
+        std::fs::write(&p, file::to_json(&edited)).unwrap();
+        let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains(want) && r.stderr.contains("nothing was run"), "{want}: {}", r.stderr);
+        assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes printed: {:?}", r.stderr);
+        assert_eq!(site.calls(), 0);
+    }
+    // the plan as made still applies
+    std::fs::write(&p, file::to_json(&plan)).unwrap();
+    let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+}
+
+/// With SLURMPLAN_PLAN_KEY_FILE, `plan -o` signs and `apply` takes only plans signed with that
+/// key: unsigned, re-signed with another key, or edited plans are refused before anything runs.
+#[test]
+fn signed_plans_with_a_key_file() {
+    let site = Site::new();
+    let key = site.path("plan.key");
+    std::fs::write(&key, "correct horse battery staple\n").unwrap();
+    let other = site.path("other.key");
+    std::fs::write(&other, "another key of enough bytes\n").unwrap();
+    let (k, o) = (key.to_str().unwrap(), other.to_str().unwrap());
+    let unsigned = site.path("unsigned.json");
+    let r = site.slurmplan(&["plan", "-d", DESIRED, "-o", unsigned.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let signed = site.path("signed.json");
+    let r = site.slurmplan(&["plan", "-d", DESIRED, "-o", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(std::fs::read_to_string(&signed).unwrap().contains("\"signature\": \"hmac-sha256:"));
+
+    let r = site.slurmplan(&["apply", unsigned.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("is not signed"), "{}", r.stderr);
+    let r = site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", o)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("signature that does not match"), "{}", r.stderr);
+    // edited with a recomputed checksum: the signature no longer matches
+    let mut plan = slurmplan::plan::file::read(&signed).unwrap();
+    plan.steps.truncate(1);
+    let mut v: serde_json::Value = serde_json::from_str(&slurmplan::plan::file::to_json(&plan)).unwrap();
+    let orig: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&signed).unwrap()).unwrap();
+    v["signature"] = orig["signature"].clone();
+    let edited = site.path("edited.json");
+    std::fs::write(&edited, v.to_string()).unwrap();
+    let r = site.slurmplan(&["apply", edited.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("signature that does not match"), "{}", r.stderr);
+    let short = site.path("short.key");
+    std::fs::write(&short, "abc\n").unwrap();
+    let r =
+        site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", short.to_str().unwrap())]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(site.calls(), 0);
+
+    let r = site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("Verified"), "{r:?}");
+}

@@ -12,7 +12,7 @@ use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
 
 use super::args::{ApplyArgs, Global};
-use super::commands::{build_plan, current_state, runner};
+use super::commands::{build_plan, current_state, plan_key, runner};
 use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, Failure, Outcome, use_color};
 
 struct Lines;
@@ -69,7 +69,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                     .hint("the saved plan already holds only what was targeted when it was made")
                     .code(super::EXIT_USAGE));
             }
-            let plan = plan::file::read(path)
+            let plan = plan::file::read_with_key(path, plan_key()?.as_ref())
                 .map_err(|e| Failure::new(e.to_string()).hint("re-create it with `slurmplan plan -o FILE`"))?;
             if plan.is_empty() {
                 eprintln!("No changes. The plan is empty.");
@@ -98,6 +98,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 .cause(format!("planned against {}, current is {now}", plan.current_fingerprint))
                 .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
             }
+            refuse_unsound(path, &plan, &current)?;
             return execute(g, &a, plan, current, lock_dir, _locks);
         }
         (None, Some(d)) => {
@@ -141,6 +142,22 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             .hint("run `slurmplan apply -d ...` again"));
     }
     execute(g, &a, plan, current, lock_dir, locks)
+}
+
+/// Before the first write: every step of a plan file must be one `plan` could have made for
+/// the current state (apply::check); otherwise nothing runs.
+fn refuse_unsound(path: &std::path::Path, plan: &Plan, current: &slurmplan::model::State) -> Result<(), Failure> {
+    let problems = apply::check::check(plan, current);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let mut f =
+        Failure::new(format!("the plan `{}` has {} step problem(s); nothing was run", path.display(), problems.len()));
+    for p in problems.iter().take(20) {
+        f = f.cause(p.clone());
+    }
+    Err(f
+        .hint("plan files are not edited by hand: re-create it with `slurmplan plan -o FILE`, review it, and apply it"))
 }
 
 fn take_lock(dir: &std::path::Path, plan: &Plan, timeout: u64) -> Result<lock::Locks, Failure> {

@@ -128,6 +128,27 @@ pub fn read_state(g: &Global, dir: Option<&Path>, progress: bool) -> Result<Stat
     }
 }
 
+/// The key named by `SLURMPLAN_PLAN_KEY_FILE`, if set: plans written are signed with it and
+/// plans applied must carry its signature.
+pub fn plan_key() -> Result<Option<plan::file::Key>, Failure> {
+    let Some(path) = std::env::var_os("SLURMPLAN_PLAN_KEY_FILE").filter(|p| !p.is_empty()).map(PathBuf::from) else {
+        return Ok(None);
+    };
+    let bytes = slurmplan::input::read(&path).map_err(|e| {
+        Failure::new(format!("cannot read the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE): {e}", path.display()))
+            .hint("point SLURMPLAN_PLAN_KEY_FILE at a file of random bytes, e.g. `head -c 32 /dev/urandom > FILE`")
+    })?;
+    plan::file::Key::new(bytes).map(Some).map_err(|e| {
+        Failure::new(format!("the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE) is too short: {e}", path.display()))
+            .hint("make one with `head -c 32 /dev/urandom > FILE`")
+    })
+}
+
+/// A plan file's text, signed when `SLURMPLAN_PLAN_KEY_FILE` is set.
+pub fn plan_json(plan: &Plan) -> Result<String, Failure> {
+    Ok(plan::file::to_json_signed(plan, plan_key()?.as_ref()))
+}
+
 /// A snapshot directory's state; its warnings (no checksums) and errors printed.
 fn load_snapshot(dir: &Path) -> Result<State, Failure> {
     match snapshot::load_with_warnings(dir) {
@@ -403,7 +424,7 @@ fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
     std::mem::forget(current); // see build_plan
     let mut t = Timings::start();
     if let Some(out) = &a.output {
-        write_atomic(out, &plan::file::to_json(&plan))?;
+        write_atomic(out, &plan_json(&plan)?)?;
         eprintln!("plan saved to {}; apply it with: slurmplan apply {}", out.display(), out.display());
     }
     emit(&plan, a.format, use_color(g.color))?;
