@@ -218,3 +218,128 @@ fn timeout_holds_for_a_wrapper_with_a_long_child() {
     }
     assert!(gone(pid.trim()), "the wrapper's child {} is still running", pid.trim());
 }
+
+const EXAMPLE_STATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/state");
+
+/// Inputs that are not regular files are refused at once; a huge name is echoed cut short.
+#[test]
+fn unbounded_inputs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = slurmplan_in(dir.path(), &["validate", "/dev/zero"], &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("a device, not a regular file"), "{}", r.stderr);
+
+    let fifo = dir.path().join("desired.yaml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
+        .args(["validate", fifo.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("validate blocked on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a FIFO, not a regular file"));
+
+    let big = dir.path().join("big.yaml");
+    let name = "a".repeat(5 << 20);
+    std::fs::write(&big, format!("version: 1\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {{}}\n      {name}: {{parent: x}}\n")).unwrap();
+    let r = slurmplan_in(dir.path(), &["validate", big.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.len() < 4000, "stderr is {} bytes", r.stderr.len());
+    assert!(r.stderr.contains("more bytes)"), "{}", r.stderr);
+}
+
+/// Limits slurmdbd cannot store and malformed durations are refused with the allowed range.
+#[test]
+fn limits_outside_slurmdbds_range_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d.yaml");
+    let cases = [
+        ("grp_jobs: 4294967294", "slurmdbd stores 0 to 4294967293"),
+        ("grp_submit_jobs: 18446744073709551615", "slurmdbd stores 0 to 4294967293"),
+        ("grp_tres_mins: {cpu: 18446744073709551615}", "slurmdbd stores 0 to 18446744073709551612"),
+        ("max_wall: \"00:60:00\"", "minutes and seconds are 0-59"),
+        ("max_wall: \"1-24:00:00\"", "hours after `D-` 0-23"),
+        ("max_wall: 4294967294", "slurmdbd stores 0 to 4294967293"),
+        ("fairshare: 2147483647", "slurmdbd stores 0 to 2147483646 shares"),
+    ];
+    for (limit, want) in cases {
+        std::fs::write(
+            &d,
+            format!("version: 1\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {{{limit}}}\n"),
+        )
+        .unwrap();
+        let r = slurmplan_in(dir.path(), &["validate", d.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 1, "{limit}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{limit}: {}", r.stderr);
+    }
+    std::fs::write(&d, "version: 1\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {grp_jobs: 4294967293, max_wall: \"2-23:59:00\", grp_tres: {cpu: 18446744073709551612}}\n").unwrap();
+    let r = slurmplan_in(dir.path(), &["validate", d.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+/// A snapshot whose files differ from its manifest (changed, or cut mid-line) is refused; one
+/// without sizes in its manifest is read with a warning.
+#[test]
+fn snapshots_are_checked_against_their_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snap");
+    std::fs::create_dir(&snap).unwrap();
+    for e in std::fs::read_dir(EXAMPLE_STATE).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), snap.join(e.file_name())).unwrap();
+    }
+    let desired = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/desired.yaml");
+    let s = snap.to_str().unwrap();
+    let ok = slurmplan_in(dir.path(), &["plan", "-d", desired, "--state", s], &[]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    assert!(!ok.stderr.contains("unchecked-snapshot"), "{}", ok.stderr);
+    // defaults.txt cut mid-line: the last user's DefaultAccount would silently move
+    let defaults = std::fs::read_to_string(snap.join("defaults.txt")).unwrap();
+    std::fs::write(snap.join("defaults.txt"), &defaults[..defaults.len() - 3]).unwrap();
+    let r = slurmplan_in(dir.path(), &["plan", "-d", desired, "--state", s], &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("does not match manifest.json"), "{}", r.stderr);
+    // the same snapshot with the sums removed (written by hand): the cut line is still refused
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(snap.join("manifest.json")).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("files");
+    std::fs::write(snap.join("manifest.json"), m.to_string()).unwrap();
+    let r = slurmplan_in(dir.path(), &["plan", "-d", desired, "--state", s], &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("ends in the middle of line"), "{}", r.stderr);
+    std::fs::write(snap.join("defaults.txt"), &defaults).unwrap();
+    let r = slurmplan_in(dir.path(), &["plan", "-d", desired, "--state", s], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("warning[unchecked-snapshot]"), "{}", r.stderr);
+    assert_eq!(r.stdout, ok.stdout);
+}
+
+/// `dump` against the real bed records each file's size and SHA-256.
+#[test]
+fn dump_records_sizes_and_checksums() {
+    if testbed().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snap");
+    let r = slurmplan_in(dir.path(), &["dump", "-o", snap.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(snap.join("manifest.json")).unwrap()).unwrap();
+    for f in ["clusters.txt", "assocs.txt", "defaults.txt", "accounts-descr.txt", "accounts-org.txt", "qos.txt"] {
+        let bytes = std::fs::read(snap.join(f)).unwrap();
+        assert_eq!(m["files"][f]["bytes"], bytes.len() as u64, "{f}");
+        assert_eq!(m["files"][f]["sha256"].as_str().unwrap().len(), 64, "{f}");
+    }
+}

@@ -340,18 +340,20 @@ impl<'a> Loader<'a> {
     fn duration(&mut self, node: &SNode, what: &str) -> Option<u64> {
         match &node.value {
             Node::Int(_) => self.count(node, what, values::MAX_COUNT),
-            Node::Str(s) => match values::parse_duration(s) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    self.error(
-                        "bad-value",
-                        node,
-                        format!("invalid `{what}`: {e}"),
-                        "give minutes as an integer (90) or a time like \"1-00:00:00\"",
-                    );
-                    None
+            Node::Str(s) => {
+                match values::parse_duration(s).and_then(|m| values::in_range(m, values::MAX_COUNT, what)) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        self.error(
+                            "bad-value",
+                            node,
+                            format!("invalid `{what}`: {e}"),
+                            "give minutes as an integer (90) or a time like \"1-00:00:00\"",
+                        );
+                        None
+                    }
                 }
-            },
+            }
             _ => {
                 self.wrong_type(node, what, "minutes (an integer) or a duration like \"D-HH:MM:SS\"");
                 None
@@ -378,6 +380,15 @@ impl<'a> Loader<'a> {
                 }
             },
             Node::Str(s) => match Fairshare::parse(s) {
+                Ok(Some(Fairshare::Shares(n))) if n > values::MAX_SHARES => {
+                    self.error(
+                        "bad-value",
+                        node,
+                        format!("`fairshare` is {n}; slurmdbd stores 0 to {} shares", values::MAX_SHARES),
+                        "use a smaller number of shares, or `parent`",
+                    );
+                    None
+                }
                 Ok(f) => f,
                 Err(e) => {
                     self.error(
