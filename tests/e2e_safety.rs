@@ -343,3 +343,15 @@ fn dump_records_sizes_and_checksums() {
         assert_eq!(m["files"][f]["sha256"].as_str().unwrap().len(), 64, "{f}");
     }
 }
+
+/// The help texts describe the transports as they behave.
+#[test]
+fn help_texts_match_the_transports() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = slurmplan_in(dir.path(), &["--help"], &[]);
+    assert_eq!(r.code, 0);
+    let help = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("--ssh <DEST>") && help.contains("ssh -o BatchMode=yes DEST --"), "{help}");
+    assert!(help.contains("kubectl exec -i -n slurm POD --") && help.contains("use --ssh"), "{help}");
+    assert!(!help.contains("\"ssh "), "an ssh example is left in --exec-prefix: {help}");
+}
