@@ -71,28 +71,71 @@ impl Journal {
     }
 }
 
-/// The step a journal shows started and never finished: its number, the plan's length and its
-/// argv. `None` when every started step finished (or the journal cannot be read).
-pub fn unfinished(path: &Path) -> Option<(usize, usize, Vec<String>)> {
+/// Where a journal of an apply that did not end cleanly stops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LastStep {
+    /// Step `step` of `of` started and never finished: it was running.
+    Running { step: usize, of: usize, argv: Vec<String> },
+    /// The last entry is step `step` of `of` finished (or none ran: `step` 0).
+    After { step: usize, of: usize },
+}
+
+/// Where the journal at `path` stops; `None` when it cannot be read.
+pub fn last_step(path: &Path) -> Option<LastStep> {
     let file = File::open(path).ok()?;
-    let mut open: Option<(usize, usize, Vec<String>)> = None;
+    let mut last = LastStep::After { step: 0, of: 0 };
     for line in std::io::BufReader::new(file).lines() {
         let Ok(line) = line else { break };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
-        let step = v.get("step").and_then(|s| s.as_u64()).map(|s| s as usize);
-        match (v.get("event").and_then(|e| e.as_str()), step) {
-            (Some("started"), Some(step)) => {
-                let of = v.get("of").and_then(|s| s.as_u64()).unwrap_or(0) as usize;
+        let num = |k: &str| v.get(k).and_then(|s| s.as_u64()).map(|s| s as usize);
+        let (Some(step), of) = (num("step"), num("of").unwrap_or(0)) else { continue };
+        match v.get("event").and_then(|e| e.as_str()) {
+            Some("started") => {
                 let argv = v
                     .get("argv")
                     .and_then(|a| a.as_array())
                     .map(|a| a.iter().filter_map(|w| w.as_str().map(str::to_string)).collect())
                     .unwrap_or_default();
-                open = Some((step, of, argv));
+                last = LastStep::Running { step, of, argv };
             }
-            (Some("finished"), Some(step)) if open.as_ref().is_some_and(|o| o.0 == step) => open = None,
+            Some("finished") => last = LastStep::After { step, of },
             _ => {}
         }
     }
-    open
+    Some(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_running_step_is_the_last_started_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let mut j = Journal::create(&path).unwrap();
+        let argv = vec!["sacctmgr".to_string(), "-i".into()];
+        let started = |n| Started { event: "started", step: n, of: 3, argv: &argv, start: "t".into() };
+        let finished = |n| Entry {
+            event: "finished",
+            step: n,
+            of: 3,
+            argv: &argv,
+            start: "t".into(),
+            end: "t".into(),
+            duration_ms: 0,
+            exit_code: Some(0),
+            timed_out: false,
+            result: "ok",
+            reason: None,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+        };
+        j.started(&started(1)).unwrap();
+        j.write(&finished(1)).unwrap();
+        assert_eq!(last_step(&path), Some(LastStep::After { step: 1, of: 3 }));
+        j.started(&started(2)).unwrap();
+        assert_eq!(last_step(&path), Some(LastStep::Running { step: 2, of: 3, argv: argv.clone() }));
+        assert_eq!(last_step(&dir.path().join("none")), None);
+    }
 }

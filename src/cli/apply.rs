@@ -42,15 +42,20 @@ fn clusters_of(plan: &Plan) -> Vec<String> {
 pub fn report_interrupted(previous: &[lock::Previous]) {
     let mut seen = std::collections::BTreeSet::new();
     for p in previous.iter().filter(|p| seen.insert(&p.journal)) {
-        match apply::journal::unfinished(&p.journal) {
-            Some((step, of, argv)) => eprintln!(
+        match apply::journal::last_step(&p.journal) {
+            Some(apply::journal::LastStep::Running { step, of, argv }) => eprintln!(
                 "warning: a previous apply (PID {}) was interrupted at step {step} of {of}: {}\n  hint: that step may or may not have been committed; its journal is {}; `slurmplan plan` shows what is left",
                 p.pid,
                 slurmplan::diag::tidy(&argv.join(" ")),
                 p.journal.display()
             ),
+            Some(apply::journal::LastStep::After { step, of }) => eprintln!(
+                "warning: a previous apply (PID {}) was interrupted after step {step} of {of} finished\n  hint: its journal is {}; `slurmplan plan` shows what is left",
+                p.pid,
+                p.journal.display()
+            ),
             None => eprintln!(
-                "warning: a previous apply (PID {}) was interrupted between steps\n  hint: its journal is {}; `slurmplan plan` shows what is left",
+                "warning: a previous apply (PID {}) was interrupted; its journal {} cannot be read\n  hint: `slurmplan plan` shows what is left",
                 p.pid,
                 p.journal.display()
             ),
