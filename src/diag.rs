@@ -50,11 +50,12 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// Values quoted in `message` are shown through [`tidy`].
     pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Error, code, message: message.into(), location: None, hint: None }
+        Diagnostic { severity: Severity::Error, code, message: tidy(&message.into()), location: None, hint: None }
     }
     pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Warning, code, message: message.into(), location: None, hint: None }
+        Diagnostic { severity: Severity::Warning, code, message: tidy(&message.into()), location: None, hint: None }
     }
     pub fn at(mut self, location: Location) -> Diagnostic {
         self.location = Some(location);
@@ -91,6 +92,59 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// Characters of an input value shown in a message; the rest is replaced by a count.
+pub const SHOWN_CHARS: usize = 80;
+
+/// An input value as it may appear in a message: control characters (terminal escapes,
+/// newlines) escaped, and cut after [`SHOWN_CHARS`] characters with the number of bytes left out.
+pub fn cut(value: &str) -> String {
+    let mut out = String::new();
+    for (n, (i, c)) in value.char_indices().enumerate() {
+        if n == SHOWN_CHARS {
+            out.push_str(&format!("... ({} more bytes)", value.len() - i));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Longest message shown (a backstop; values are already cut by [`tidy`]).
+const MESSAGE_CHARS: usize = 2000;
+
+/// A message as shown: every value in backticks passed through [`cut`], control characters
+/// escaped everywhere, and the whole cut at a length no screen needs.
+pub fn tidy(message: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in message.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            out.push_str(&cut(part));
+        } else {
+            for c in part.chars() {
+                if c.is_control() && c != '\n' {
+                    out.extend(c.escape_default());
+                } else {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    if out.chars().count() > MESSAGE_CHARS {
+        let cut_at = out.char_indices().nth(MESSAGE_CHARS).map(|(i, _)| i).unwrap_or(out.len());
+        let left = out.len() - cut_at;
+        out.truncate(cut_at);
+        out.push_str(&format!("... ({left} more bytes)"));
+    }
+    out
+}
+
 /// Sort diagnostics for stable output: by file, line, column, then message.
 pub fn sort(diags: &mut [Diagnostic]) {
     diags.sort_by(|a, b| {
@@ -100,4 +154,18 @@ pub fn sort(diags: &mut [Diagnostic]) {
 
 pub fn has_errors(diags: &[Diagnostic]) -> bool {
     diags.iter().any(Diagnostic::is_error)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cut_escapes_and_shortens() {
+        assert_eq!(super::cut("a\x1b[31mb\nc"), "a\\u{1b}[31mb\\nc");
+        let long = "x".repeat(50_000_000);
+        let c = super::cut(&long);
+        assert!(c.len() < 120, "{}", c.len());
+        assert!(c.ends_with(&format!("({} more bytes)", 50_000_000 - super::SHOWN_CHARS)));
+        let d = super::Diagnostic::error("bad-name", format!("invalid account name `{long}`: too long"));
+        assert!(d.message.len() < 200 && d.message.ends_with("more bytes)`: too long"), "{}", &d.message[..200]);
+    }
 }

@@ -153,9 +153,8 @@ fn unknown_format_version_is_refused() {
 #[test]
 fn lock_contention_names_the_holder() {
     let site = Site::new();
-    let _held =
-        slurmplan::apply::lock::acquire(&site.locks(), &["rocket".to_string()], std::time::Duration::from_secs(1))
-            .unwrap();
+    let scope = slurmplan::apply::lock::Scope { global: false, clusters: vec!["rocket".to_string()] };
+    let _held = slurmplan::apply::lock::acquire(&site.locks(), &scope, std::time::Duration::from_secs(1)).unwrap();
     let r = site.apply_with(&[], &["--lock-timeout", "1"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains(&format!("PID {}", std::process::id())), "{}", r.stderr);
@@ -172,7 +171,14 @@ fn failure_at_step_k_of_m_then_resume() {
     let r = site.apply_with(&[("FAKE_SACCTMGR_FAIL_AT", "3")], &[]);
     assert_eq!(r.code, 3, "{r:?}");
     assert!(r.stderr.contains(&format!("applied {} of {m}; failed at step {k}", k - 1)), "{}", r.stderr);
-    let j = site.journal();
+    let all = site.journal();
+    // each step: `started` before it runs, `finished` after
+    assert!(
+        all.chunks(2)
+            .all(|p| p[0]["event"] == "started" && p[1]["event"] == "finished" && p[0]["step"] == p[1]["step"]),
+        "{all:#?}"
+    );
+    let j: Vec<_> = all.into_iter().filter(|e| e["event"] == "finished").collect();
     assert_eq!(j.len(), k, "{j:#?}");
     assert!(j[..k - 1].iter().all(|e| e["result"] == "ok"), "{j:#?}");
     assert_eq!(j[k - 1]["result"], "failed");
@@ -509,4 +515,211 @@ fn sacctmgr_path_comes_from_the_agent_config() {
     assert!(!String::from_utf8_lossy(&o.stderr).contains("SECRET"));
     let o = run(&["--sacctmgr", "/nonexistent/sacctmgr"]);
     assert_eq!(o.status.code(), Some(1));
+}
+
+/// A sacctmgr that holds write call `at` until the file `go` appears beside the fake's state
+/// (after saying so with the file `running`), then runs the fake.
+fn gated_sacctmgr(site: &Site, at: usize) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = site.path("gated-sacctmgr");
+    let d = site.dir.path().display();
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = -i ]; then\n  n=$(cat {d}/writes 2>/dev/null || echo 0); n=$((n+1)); echo $n > {d}/writes\n  if [ $n = {at} ]; then\n    touch {d}/running\n    i=0; while [ ! -e {d}/go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n  fi\nfi\nexec {FAKE} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn wait_for(path: &Path) {
+    let t = std::time::Instant::now();
+    while !path.exists() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "{} never appeared", path.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn spawn_apply(site: &Site, sacctmgr: &Path) -> std::process::Child {
+    let j = site.path("journal.jsonl");
+    Command::new(env!("CARGO_BIN_EXE_slurmplan"))
+        .args(["apply", "-d", DESIRED, "--auto-approve", "--color", "never", "--journal", j.to_str().unwrap()])
+        .env("SLURMPLAN_SACCTMGR", sacctmgr)
+        .env("SLURMPLAN_LOCK_DIR", site.locks())
+        .env("FAKE_SACCTMGR_DIR", site.state())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    let st = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
+    assert!(st.success());
+}
+
+/// SIGTERM (and SIGINT) while step 2 runs: the step finishes and is journalled, nothing after it
+/// runs, the lock is released and the exit code is 3.
+#[test]
+fn sigterm_stops_after_the_running_step() {
+    for sig in ["-TERM", "-INT"] {
+        let site = Site::new();
+        let m = step_count(&site);
+        assert!(m >= 3);
+        let sacctmgr = gated_sacctmgr(&site, 2);
+        let child = spawn_apply(&site, &sacctmgr);
+        wait_for(&site.path("running"));
+        signal(&child, sig);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::fs::write(site.path("go"), "").unwrap();
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{sig}: {stderr}");
+        assert!(stderr.contains("stopped by SIG") && stderr.contains("applied 2 of"), "{stderr}");
+        assert_eq!(site.calls(), 2, "a step after the signal ran");
+        let j = site.journal();
+        let finished: Vec<_> = j.iter().filter(|e| e["event"] == "finished").collect();
+        assert_eq!(finished.len(), 2, "{j:#?}");
+        assert_eq!(finished[1]["result"], "ok");
+        assert_eq!(j.last().unwrap()["event"], "stopped", "{j:#?}");
+        // the lock is free and no interruption is reported: the stop was clean
+        let p = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+        assert!(!p.stderr.contains("interrupted"), "{}", p.stderr);
+        site.converges();
+    }
+}
+
+/// `kill -9` while step 2 runs: the journal names step 2 as started and not finished, and the
+/// next plan and apply say that a previous apply was interrupted at step 2.
+#[test]
+fn kill_9_leaves_the_running_step_in_the_journal() {
+    let site = Site::new();
+    let (_, argv) = site.plan_file();
+    let sacctmgr = gated_sacctmgr(&site, 2);
+    let child = spawn_apply(&site, &sacctmgr);
+    wait_for(&site.path("running"));
+    signal(&child, "-KILL");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), None);
+    let j = site.journal();
+    let last = j.last().unwrap();
+    assert_eq!(last["event"], "started", "{j:#?}");
+    assert_eq!(last["step"], 2);
+    let logged: Vec<&str> = last["argv"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert_eq!(logged[1..], argv[1][1..]);
+    // the orphaned sacctmgr still holds the lock: an apply now would wait for it
+    let r = site.apply_with(&[], &["--lock-timeout", "0"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("holds the lock"), "{}", r.stderr);
+    std::fs::write(site.path("go"), "").unwrap();
+    let t = std::time::Instant::now();
+    let p = loop {
+        let p = site.slurmplan(&["plan", "-d", DESIRED], &[]);
+        if p.stderr.contains("interrupted") || t.elapsed() > std::time::Duration::from_secs(20) {
+            break p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(p.stderr.contains("a previous apply") && p.stderr.contains("interrupted at step 2 of"), "{}", p.stderr);
+    assert!(p.stderr.contains(&argv[1][2..].join(" ")), "{}", p.stderr);
+    // the next apply says it too, and once it ends cleanly the report is gone
+    let r = site.apply_with(&[], &[]);
+    assert!(r.stderr.contains("interrupted at step 2 of"), "{}", r.stderr);
+    assert_eq!(r.code, 0, "{r:?}");
+    let p = site.slurmplan(&["plan", "-d", DESIRED, "--detailed-exitcode"], &[]);
+    assert!(!p.stderr.contains("interrupted"), "{}", p.stderr);
+    assert_eq!(p.code, 0, "{p:?}");
+}
+
+/// A plan file edited by someone who recomputes its checksum: every step is checked before the
+/// first write, and any refusal means nothing runs.
+#[test]
+fn edited_and_rechecksummed_plans_run_nothing() {
+    use slurmplan::plan::{Phase, Step, file};
+    let raw = |s: &str| -> slurmplan::model::Name { serde_json::from_value(serde_json::json!(s)).unwrap() };
+    let site = Site::new();
+    let (p, _) = site.plan_file();
+    let plan = file::read(&p).unwrap();
+    let cluster = raw("rocket");
+    let cases: Vec<(SCommand, &str)> = vec![
+        (
+            SCommand::DeleteAccount { cluster: cluster.clone(), names: vec![raw("hpc_c_tartu"), raw("root")] },
+            "deletes account `root`",
+        ),
+        (SCommand::DeleteQos { names: vec![] }, "names no QoS"),
+        (SCommand::DeleteQos { names: vec![raw("normal;touch pwned")] }, "invalid QoS name"),
+        (SCommand::DeleteQos { names: vec![raw("x\u{1b}]0;owned\u{7}")] }, "invalid QoS name"),
+        (SCommand::DeleteQos { names: vec![raw("nosuch")] }, "does not apply to the current state"),
+    ];
+    for (command, want) in cases {
+        let mut edited = plan.clone();
+        edited.steps.push(Step {
+            number: edited.steps.len() + 1,
+            phase: Phase::QosDelete,
+            argv: command.argv(),
+            command,
+            causes: vec![],
+            note: None,
+        });
+        std::fs::write(&p, file::to_json(&edited)).unwrap();
+        let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains(want) && r.stderr.contains("nothing was run"), "{want}: {}", r.stderr);
+        assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes printed: {:?}", r.stderr);
+        assert_eq!(site.calls(), 0);
+    }
+    // the plan as made still applies
+    std::fs::write(&p, file::to_json(&plan)).unwrap();
+    let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+}
+
+/// With SLURMPLAN_PLAN_KEY_FILE, `plan -o` signs and `apply` takes only plans signed with that
+/// key: unsigned, re-signed with another key, or edited plans are refused before anything runs.
+#[test]
+fn signed_plans_with_a_key_file() {
+    let site = Site::new();
+    let key = site.path("plan.key");
+    std::fs::write(&key, "correct horse battery staple\n").unwrap();
+    let other = site.path("other.key");
+    std::fs::write(&other, "another key of enough bytes\n").unwrap();
+    let (k, o) = (key.to_str().unwrap(), other.to_str().unwrap());
+    let unsigned = site.path("unsigned.json");
+    let r = site.slurmplan(&["plan", "-d", DESIRED, "-o", unsigned.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let signed = site.path("signed.json");
+    let r = site.slurmplan(&["plan", "-d", DESIRED, "-o", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(std::fs::read_to_string(&signed).unwrap().contains("\"signature\": \"hmac-sha256:"));
+
+    let r = site.slurmplan(&["apply", unsigned.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("is not signed"), "{}", r.stderr);
+    let r = site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", o)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("signature that does not match"), "{}", r.stderr);
+    // edited with a recomputed checksum: the signature no longer matches
+    let mut plan = slurmplan::plan::file::read(&signed).unwrap();
+    plan.steps.truncate(1);
+    let mut v: serde_json::Value = serde_json::from_str(&slurmplan::plan::file::to_json(&plan)).unwrap();
+    let orig: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&signed).unwrap()).unwrap();
+    v["signature"] = orig["signature"].clone();
+    let edited = site.path("edited.json");
+    std::fs::write(&edited, v.to_string()).unwrap();
+    let r = site.slurmplan(&["apply", edited.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("signature that does not match"), "{}", r.stderr);
+    let short = site.path("short.key");
+    std::fs::write(&short, "abc\n").unwrap();
+    let r =
+        site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", short.to_str().unwrap())]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(site.calls(), 0);
+
+    let r = site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("Verified"), "{r:?}");
 }

@@ -52,15 +52,20 @@ impl Bed {
     }
 
     fn read(&self) -> Result<(RawReads, State), String> {
-        live::read_consistent(&self.runner, |_, _| {}).map_err(|e| match e {
-            live::ReadError::Live(e) => e.to_string(),
-            live::ReadError::Unparsable(d) => {
-                format!(
-                    "the real state does not parse: {}",
-                    d.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
-                )
-            }
-        })
+        let (raw, state, unsplit) =
+            live::read_consistent(&self.runner, live::Keep::Text, |_, _| {}).map_err(|e| match e {
+                live::ReadError::Live(e) => e.to_string(),
+                live::ReadError::Unparsable { diags, .. } => {
+                    format!(
+                        "the real state does not parse: {}",
+                        diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
+                    )
+                }
+            })?;
+        if let Some(u) = unsplit.first() {
+            return Err(format!("the real state has rows that cannot be split: {}", u.diagnostic(true, "").message));
+        }
+        Ok((raw, state))
     }
 }
 

@@ -3,9 +3,11 @@
 //! provides (the cli draws it). This module never prints, never exits, and never builds a
 //! command: it runs `step.argv` as stored in the plan.
 
+pub mod check;
 pub mod journal;
 pub mod lock;
 pub mod outcome;
+pub mod signals;
 
 use std::collections::BTreeSet;
 use std::time::{Instant, SystemTime};
@@ -16,7 +18,7 @@ use crate::plan::{Plan, Step};
 use crate::sacctmgr::command::Command;
 use crate::sacctmgr::runner::{Output, Runner};
 use crate::sacctmgr::sim::Sim;
-use journal::{Entry, Journal};
+use journal::{Entry, Journal, Started};
 use outcome::{Outcome, classify, tail};
 
 /// Progress callbacks (the cli implements them with a bar or plain lines).
@@ -31,6 +33,8 @@ pub struct Report {
     pub total: usize,
     pub applied: usize,
     pub failure: Option<StepFailure>,
+    /// The signal (SIGINT, SIGTERM) that stopped the apply after a finished step.
+    pub stopped: Option<i32>,
 }
 
 #[derive(Debug)]
@@ -60,8 +64,9 @@ pub fn rfc3339(t: SystemTime) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
-/// Run every step in order; stop at the first failure. The journal gets one entry per
-/// attempt, written before the next step starts.
+/// Run every step in order; stop at the first failure, or after the running step when SIGINT
+/// or SIGTERM arrives. Each step is journalled (and synced) as started before it runs and as
+/// finished after it.
 pub fn execute(
     plan: &Plan,
     runner: &dyn Runner,
@@ -70,12 +75,27 @@ pub fn execute(
 ) -> std::io::Result<Report> {
     let total = plan.steps.len();
     let mut applied = 0;
+    let signals = signals::StopOnSignal::install();
     for step in &plan.steps {
+        if let Some(sig) = signals.received() {
+            journal.event(&serde_json::json!({
+                "event": "stopped", "signal": signals::name(sig), "applied": applied, "of": total,
+                "time": rfc3339(SystemTime::now()),
+            }))?;
+            return Ok(Report { total, applied, failure: None, stopped: Some(sig) });
+        }
         observer.started(step, total);
         let start = SystemTime::now();
         let t0 = Instant::now();
         let args: Vec<String> = step.argv[1..].to_vec();
         let full = runner.describe(&args);
+        journal.started(&Started {
+            event: "started",
+            step: step.number,
+            of: total,
+            argv: &full,
+            start: rfc3339(start),
+        })?;
         let (output, outcome) = match runner.run(&args) {
             Ok(o) => {
                 let oc = classify(&step.command, &o);
@@ -97,6 +117,7 @@ pub fn execute(
             Outcome::Failed { reason, .. } => ("failed", Some(reason.as_str())),
         };
         journal.write(&Entry {
+            event: "finished",
             step: step.number,
             of: total,
             argv: &full,
@@ -118,6 +139,7 @@ pub fn execute(
                 return Ok(Report {
                     total,
                     applied,
+                    stopped: None,
                     failure: Some(StepFailure {
                         step: step.number,
                         command: step.argv.join(" "),
@@ -129,7 +151,7 @@ pub fn execute(
             }
         }
     }
-    Ok(Report { total, applied, failure: None })
+    Ok(Report { total, applied, failure: None, stopped: signals.received() })
 }
 
 /// The state the plan should produce from `current` (the simulator replaying its steps).

@@ -11,7 +11,7 @@ use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
 
 use super::args::{ApplyArgs, Global};
-use super::commands::{build_plan, current_state, runner};
+use super::commands::{build_plan, current_state, plan_key, runner};
 use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, Failure, Outcome, use_color};
 
 struct Lines;
@@ -33,13 +33,33 @@ impl Observer for Bar {
 }
 
 fn clusters_of(plan: &Plan) -> Vec<String> {
-    let mut v: Vec<String> = plan.steps.iter().filter_map(|s| s.command.cluster().map(|c| c.to_string())).collect();
-    v.sort();
-    v.dedup();
-    if v.is_empty() {
-        v.push("_global".into());
+    lock::scope(plan).clusters
+}
+
+/// Tell about applies that were killed before they ended (their lock files still name their
+/// journal): the step that was running, which may or may not have been committed.
+pub fn report_interrupted(previous: &[lock::Previous]) {
+    let mut seen = std::collections::BTreeSet::new();
+    for p in previous.iter().filter(|p| seen.insert(&p.journal)) {
+        match apply::journal::last_step(&p.journal) {
+            Some(apply::journal::LastStep::Running { step, of, argv }) => eprintln!(
+                "warning: a previous apply (PID {}) was interrupted at step {step} of {of}: {}\n  hint: that step may or may not have been committed; its journal is {}; `slurmplan plan` shows what is left",
+                p.pid,
+                slurmplan::diag::tidy(&argv.join(" ")),
+                p.journal.display()
+            ),
+            Some(apply::journal::LastStep::After { step, of }) => eprintln!(
+                "warning: a previous apply (PID {}) was interrupted after step {step} of {of} finished\n  hint: its journal is {}; `slurmplan plan` shows what is left",
+                p.pid,
+                p.journal.display()
+            ),
+            None => eprintln!(
+                "warning: a previous apply (PID {}) was interrupted; its journal {} cannot be read\n  hint: `slurmplan plan` shows what is left",
+                p.pid,
+                p.journal.display()
+            ),
+        }
     }
-    v
 }
 
 pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
@@ -53,7 +73,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                     .hint("the saved plan already holds only what was targeted when it was made")
                     .code(super::EXIT_USAGE));
             }
-            let plan = plan::file::read(path)
+            let plan = plan::file::read_with_key(path, plan_key()?.as_ref())
                 .map_err(|e| Failure::new(e.to_string()).hint("re-create it with `slurmplan plan -o FILE`"))?;
             if plan.is_empty() {
                 eprintln!("No changes. The plan is empty.");
@@ -61,9 +81,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             }
             let outside: Vec<String> = clusters_of(&plan)
                 .into_iter()
-                .filter(|c| {
-                    c != "_global" && !g.clusters.is_empty() && !g.clusters.iter().any(|s| s.eq_ignore_ascii_case(c))
-                })
+                .filter(|c| !g.clusters.is_empty() && !g.clusters.iter().any(|s| s.eq_ignore_ascii_case(c)))
                 .collect();
             if !outside.is_empty() {
                 return Err(Failure::new(format!(
@@ -73,7 +91,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 ))
                 .hint("re-plan with the same --cluster, or drop --cluster to apply the whole plan"));
             }
-            let _locks = take_lock(&lock_dir, &clusters_of(&plan), a.lock_timeout)?;
+            let _locks = take_lock(&lock_dir, &plan, a.lock_timeout)?;
             let current = current_state(g, None)?;
             let now = plan.fingerprint_of(&current);
             if now != plan.current_fingerprint {
@@ -84,12 +102,16 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 .cause(format!("planned against {}, current is {now}", plan.current_fingerprint))
                 .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
             }
+            refuse_unsound(path, &plan, &current)?;
             execute(g, &a, plan, current, lock_dir, _locks)
         }
         (None, Some(d)) => {
             // Lock first, then read once: the state the plan is made from is the state it runs
             // on (no second read after the confirmation; other slurmplan runs wait for the lock).
-            let locks = take_lock(&lock_dir, &desired_clusters(g, d), a.lock_timeout)?;
+            // The plan is not made yet, so what it will touch is not known: the global lock is
+            // taken with the desired file's clusters.
+            let scope = lock::Scope { global: true, clusters: desired_clusters(g, d) };
+            let locks = take_locks(&lock_dir, &scope, a.lock_timeout)?;
             let (mut plan, current) = build_plan(g, d, None, a.planning.allow_mass_delete, &a.planning.targets)?;
             if a.planning.no_batch {
                 plan::unbatch(&mut plan);
@@ -100,16 +122,17 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
     }
 }
 
-/// The lock names an `apply -d` of `desired` takes before reading: its clusters (after
-/// `--cluster`), lower-cased as sacctmgr stores them, or `_global` when it names none. The
-/// file is only skimmed here; `build_plan` loads and checks it (and reports its errors).
+/// The clusters whose locks an `apply -d` of `desired` takes before reading (after
+/// `--cluster`), lower-cased as sacctmgr stores them. The file is only skimmed here (through
+/// the same bounded input as the loader); `build_plan` loads and checks it (and reports its
+/// errors).
 fn desired_clusters(g: &Global, desired: &std::path::Path) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Skim {
         #[serde(default)]
         clusters: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
     }
-    let text = std::fs::read_to_string(desired).unwrap_or_default();
+    let text = slurmplan::input::read(desired).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
     let skim: Option<Skim> = serde_saphyr::from_str(&text).ok();
     let mut v: Vec<String> =
         skim.map(|s| s.clusters.into_keys().map(|c| c.to_lowercase()).collect()).unwrap_or_default();
@@ -118,9 +141,6 @@ fn desired_clusters(g: &Global, desired: &std::path::Path) -> Vec<String> {
     }
     v.sort();
     v.dedup();
-    if v.is_empty() {
-        v.push("_global".into());
-    }
     v
 }
 
@@ -160,13 +180,35 @@ fn confirm_and_execute(
     execute(g, a, plan, current, lock_dir, locks)
 }
 
-fn take_lock(dir: &std::path::Path, clusters: &[String], timeout: u64) -> Result<lock::Locks, Failure> {
-    lock::acquire(dir, clusters, Duration::from_secs(timeout)).map_err(|e| match e {
+/// Before the first write: every step of a plan file must be one `plan` could have made for
+/// the current state (apply::check); otherwise nothing runs.
+fn refuse_unsound(path: &std::path::Path, plan: &Plan, current: &slurmplan::model::State) -> Result<(), Failure> {
+    let problems = apply::check::check(plan, current);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let mut f =
+        Failure::new(format!("the plan `{}` has {} step problem(s); nothing was run", path.display(), problems.len()));
+    for p in problems.iter().take(20) {
+        f = f.cause(p.clone());
+    }
+    Err(f
+        .hint("plan files are not edited by hand: re-create it with `slurmplan plan -o FILE`, review it, and apply it"))
+}
+
+fn take_lock(dir: &std::path::Path, plan: &Plan, timeout: u64) -> Result<lock::Locks, Failure> {
+    take_locks(dir, &lock::scope(plan), timeout)
+}
+
+fn take_locks(dir: &std::path::Path, scope: &lock::Scope, timeout: u64) -> Result<lock::Locks, Failure> {
+    let locks = lock::acquire(dir, scope, Duration::from_secs(timeout)).map_err(|e| match e {
         lock::LockError::Busy { .. } => {
             Failure::new(e.to_string()).hint("wait for it to finish, or raise --lock-timeout")
         }
         other => Failure::new(other.to_string()).hint("set --lock-dir to a writable directory"),
-    })
+    })?;
+    report_interrupted(&locks.previous);
+    Ok(locks)
 }
 
 fn execute(
@@ -175,7 +217,7 @@ fn execute(
     plan: Plan,
     current: slurmplan::model::State,
     lock_dir: PathBuf,
-    _locks: lock::Locks,
+    mut locks: lock::Locks,
 ) -> Outcome {
     let r = runner(g)?;
     let journal_path = a.journal.clone().unwrap_or_else(|| {
@@ -186,6 +228,23 @@ fn execute(
         Failure::new(format!("cannot create journal `{}`", journal_path.display())).cause(e.to_string())
     })?;
     eprintln!("journal: {}", journal_path.display());
+    locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
+    let result = run_steps(g, a, &r, &plan, &current, &journal_path, &mut journal);
+    // Every end that reaches here is a clean one (a failed step, a signal, a verification
+    // result): the lock files stop naming this journal. A kill leaves them naming it.
+    locks.release();
+    result
+}
+
+fn run_steps(
+    g: &Global,
+    a: &ApplyArgs,
+    r: &slurmplan::sacctmgr::runner::ProcessRunner,
+    plan: &Plan,
+    current: &slurmplan::model::State,
+    journal_path: &std::path::Path,
+    journal: &mut Journal,
+) -> Outcome {
     let total = plan.steps.len();
     let report = if std::io::stderr().is_terminal() && total > 3 {
         let bar = ProgressBar::new(total as u64);
@@ -194,11 +253,11 @@ fn execute(
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let mut obs = Bar(bar);
-        let rep = apply::execute(&plan, &r, &mut journal, &mut obs);
+        let rep = apply::execute(plan, r, journal, &mut obs);
         obs.0.finish_and_clear();
         rep
     } else {
-        apply::execute(&plan, &r, &mut journal, &mut Lines)
+        apply::execute(plan, r, journal, &mut Lines)
     }
     .map_err(|e| Failure::new(format!("cannot write journal `{}`", journal_path.display())).cause(e.to_string()))?;
     if let Some(f) = report.failure {
@@ -219,17 +278,28 @@ fn execute(
             ))
             .code(code));
     }
+    if let Some(sig) = report.stopped {
+        return Err(Failure::new(format!(
+            "stopped by {} after step {}: applied {} of {}",
+            apply::signals::name(sig),
+            report.applied,
+            report.applied,
+            report.total
+        ))
+        .hint(format!("the journal is {}; `slurmplan plan` shows the remaining work", journal_path.display()))
+        .code(EXIT_PARTIAL));
+    }
     eprintln!("applied {} of {} steps.", report.applied, report.total);
     if a.no_verify {
         eprintln!("verification skipped (--no-verify).");
         return Ok(EXIT_OK);
     }
-    let Some(expected) = apply::expected_state(&current, &plan) else {
+    let Some(expected) = apply::expected_state(current, plan) else {
         return Err(Failure::new("cannot verify: the plan's steps do not replay on the state read before applying")
             .code(EXIT_PARTIAL));
     };
     let after = current_state(g, None)?;
-    let left = apply::unconverged(&after, &expected, &plan);
+    let left = apply::unconverged(&after, &expected, plan);
     let _ = journal.event(&serde_json::json!({"verify": if left.is_empty() { "converged" } else { "not converged" }, "remaining": left.iter().map(|c| c.address()).collect::<Vec<_>>()}));
     if !left.is_empty() {
         let mut f = Failure::new(format!("apply finished but {} object(s) did not converge", left.len()));

@@ -28,7 +28,13 @@ pub struct Global {
     /// clusters, export writes only C, `waldur build` uses C when the config has no cluster_name
     #[arg(long = "cluster", global = true, value_name = "C")]
     pub clusters: Vec<String>,
-    /// Words to run sacctmgr through, e.g. "ssh head1 --" (split on whitespace, never a shell)
+    /// Run sacctmgr on DEST over ssh (`ssh -o BatchMode=yes DEST -- 'sacctmgr' -i ...`): every
+    /// word is quoted for the remote POSIX shell, so each byte of each argument arrives as it is
+    #[arg(long, global = true, env = "SLURMPLAN_SSH", value_name = "DEST")]
+    pub ssh: Option<String>,
+    /// Words to run sacctmgr through that keep its argv intact, e.g. "kubectl exec -i -n slurm
+    /// POD --" (Slinky) or "sudo -u slurm" (split on whitespace, never a shell; with --ssh they
+    /// run on DEST). Not for ssh, which joins words into a shell line: use --ssh
     #[arg(long, global = true, env = "SLURMPLAN_EXEC_PREFIX", value_name = "WORDS")]
     pub exec_prefix: Option<String>,
     /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always, never
@@ -143,7 +149,8 @@ pub struct ApplyArgs {
     /// Journal file (JSON Lines); default: slurmplan-apply-<time>-<pid>.jsonl in the lock directory
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
-    /// Directory of the per-cluster lock files (default: $SLURMPLAN_LOCK_DIR or the temp directory)
+    /// Directory of the lock files, one per cluster and one for QoS and account records (default:
+    /// $SLURMPLAN_LOCK_DIR or the temp directory)
     #[arg(long, env = "SLURMPLAN_LOCK_DIR", value_name = "DIR")]
     pub lock_dir: Option<PathBuf>,
     /// Seconds to wait for another apply on the same cluster to finish

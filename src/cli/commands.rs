@@ -8,7 +8,7 @@ use slurmplan::diag::{self, Diagnostic};
 use slurmplan::model::State;
 use slurmplan::plan::{self, Plan};
 use slurmplan::render::{self, Format, Options};
-use slurmplan::sacctmgr::runner::ProcessRunner;
+use slurmplan::sacctmgr::runner::{ProcessRunner, Transport};
 use slurmplan::sacctmgr::{live, parse, reads, snapshot};
 use slurmplan::{desired, model};
 
@@ -63,12 +63,35 @@ pub fn runner(g: &Global) -> Result<ProcessRunner, Failure> {
         (None, None) => PathBuf::from("sacctmgr"),
     };
     let prefix: Vec<String> = g.exec_prefix.as_deref().unwrap_or("").split_whitespace().map(str::to_string).collect();
+    if let Some(first) = prefix.first()
+        && Path::new(first).file_name().is_some_and(|n| n == "ssh")
+    {
+        return Err(Failure::new(format!(
+            "`--exec-prefix {}`: ssh joins the words after the host into one line for the remote shell, which would parse descriptions and names",
+            diag::cut(g.exec_prefix.as_deref().unwrap_or(""))
+        ))
+        .hint("use `--ssh DEST` (env SLURMPLAN_SSH): it quotes every word for the remote shell")
+        .code(super::EXIT_USAGE));
+    }
     if g.timeout == 0 {
         return Err(Failure::new("`--timeout 0` would kill every sacctmgr call")
             .hint("give a timeout in seconds, e.g. 120")
             .code(super::EXIT_USAGE));
     }
-    Ok(ProcessRunner::new(program, prefix, Duration::from_secs(g.timeout)))
+    let transport = match g.ssh.as_deref() {
+        None => Transport::Local,
+        Some(dest)
+            if dest.is_empty()
+                || dest.starts_with('-')
+                || dest.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+        {
+            return Err(Failure::new(format!("`--ssh {}` is not an ssh destination", diag::cut(dest)))
+                .hint("give a host name or user@host (ssh options go in ~/.ssh/config)")
+                .code(super::EXIT_USAGE));
+        }
+        Some(dest) => Transport::Ssh { dest: dest.to_string() },
+    };
+    Ok(ProcessRunner::new(program, prefix, Duration::from_secs(g.timeout)).with_transport(transport))
 }
 
 /// `<slurm_bin_path>/sacctmgr` from the site-agent config (the agent's default: /usr/bin).
@@ -110,10 +133,17 @@ pub fn read_state_unsplit(
     progress: bool,
 ) -> Result<(State, Vec<parse::Unsplit>), Failure> {
     match dir {
-        Some(dir) => snapshot::load_unsplit(dir).map_err(|mut d| {
-            print_diags(&mut d);
-            Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
-        }),
+        Some(dir) => match snapshot::load_unsplit(dir) {
+            Ok((state, unsplit, mut warnings)) => {
+                print_diags(&mut warnings);
+                Ok((state, unsplit))
+            }
+            Err(mut d) => {
+                print_diags(&mut d);
+                Err(Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
+                    .hint("take it again with `slurmplan dump -o DIR`, or fix the file named above"))
+            }
+        },
         None => {
             let r = runner(g)?;
             if progress {
@@ -159,6 +189,42 @@ pub fn check_unsplit(
         return Ok(());
     }
     Err(failed(&mut errors, |n| format!("{n} row(s) of the managed scope cannot be read; nothing was planned")))
+}
+
+/// The key named by `SLURMPLAN_PLAN_KEY_FILE`, if set: plans written are signed with it and
+/// plans applied must carry its signature.
+pub fn plan_key() -> Result<Option<plan::file::Key>, Failure> {
+    let Some(path) = std::env::var_os("SLURMPLAN_PLAN_KEY_FILE").filter(|p| !p.is_empty()).map(PathBuf::from) else {
+        return Ok(None);
+    };
+    let bytes = slurmplan::input::read(&path).map_err(|e| {
+        Failure::new(format!("cannot read the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE): {e}", path.display()))
+            .hint("point SLURMPLAN_PLAN_KEY_FILE at a file of random bytes, e.g. `head -c 32 /dev/urandom > FILE`")
+    })?;
+    plan::file::Key::new(bytes).map(Some).map_err(|e| {
+        Failure::new(format!("the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE) is too short: {e}", path.display()))
+            .hint("make one with `head -c 32 /dev/urandom > FILE`")
+    })
+}
+
+/// A plan file's text, signed when `SLURMPLAN_PLAN_KEY_FILE` is set.
+pub fn plan_json(plan: &Plan) -> Result<String, Failure> {
+    Ok(plan::file::to_json_signed(plan, plan_key()?.as_ref()))
+}
+
+/// A snapshot directory's state; its warnings (no checksums) and errors printed.
+fn load_snapshot(dir: &Path) -> Result<State, Failure> {
+    match snapshot::load_with_warnings(dir) {
+        Ok((state, mut warnings)) => {
+            print_diags(&mut warnings);
+            Ok(state)
+        }
+        Err(mut d) => {
+            print_diags(&mut d);
+            Err(Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
+                .hint("take it again with `slurmplan dump -o DIR`, or fix the file named above"))
+        }
+    }
 }
 
 /// The live reads, taken again while they do not fit together (`live::read_consistent`); a
@@ -423,6 +489,8 @@ fn targeted(current: &State, desired: &State, targets: &[String]) -> Result<Stat
 }
 
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
+    let lock_dir = std::env::var_os("SLURMPLAN_LOCK_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    super::apply::report_interrupted(&slurmplan::apply::lock::interrupted(&lock_dir));
     let (mut plan, current) =
         build_plan(g, &a.desired, a.state.state.as_deref(), a.planning.allow_mass_delete, &a.planning.targets)?;
     if a.planning.no_batch {
@@ -431,7 +499,7 @@ fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
     std::mem::forget(current); // see build_plan
     let mut t = Timings::start();
     if let Some(out) = &a.output {
-        write_atomic(out, &plan::file::to_json(&plan))?;
+        write_atomic(out, &plan_json(&plan)?)?;
         eprintln!("plan saved to {}; apply it with: slurmplan apply {}", out.display(), out.display());
     }
     emit(&plan, a.format, use_color(g.color))?;
@@ -451,10 +519,7 @@ fn validate(a: ValidateArgs) -> Outcome {
     let accounts: usize = d.clusters.values().map(|c| c.accounts.len()).sum();
     let users: usize = d.clusters.values().map(|c| c.users.len()).sum();
     if let Some(dir) = &a.state {
-        let current = snapshot::load(dir).map_err(|mut diags| {
-            print_diags(&mut diags);
-            Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
-        })?;
+        let current = load_snapshot(dir)?;
         resolve(&d, &current)?;
     }
     println!(

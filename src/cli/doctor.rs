@@ -62,7 +62,7 @@ pub fn run(g: &Global, a: DoctorArgs) -> Outcome {
                 .cause(e.to_string())
                 .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`)")
         })?;
-        write_atomic(out, &plan::file::to_json(&p))?;
+        write_atomic(out, &super::commands::plan_json(&p)?)?;
         eprintln!(
             "repair plan saved to {}: {} DefaultAccount move(s) and {} DefaultQOS repair(s) in {} step(s); review with `slurmplan show {}`, apply with `slurmplan apply {}`",
             out.display(),

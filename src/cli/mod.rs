@@ -79,9 +79,9 @@ pub fn main() -> i32 {
     match commands::run(cli) {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("error: {}", f.message);
+            eprintln!("error: {}", slurmplan::diag::tidy(&f.message));
             for c in &f.causes {
-                eprintln!("  caused by: {c}");
+                eprintln!("  caused by: {}", slurmplan::diag::tidy(c));
             }
             if let Some(h) = &f.hint {
                 eprintln!("  hint: {h}");

@@ -254,11 +254,12 @@ impl<'a> Loader<'a> {
             return None;
         };
         let mut out: Vec<(Name, &SNode)> = Vec::new();
+        let mut seen: std::collections::HashSet<Name> = std::collections::HashSet::with_capacity(items.len());
         for item in items {
             let Some(n) = self.name(item, kind, what) else {
                 continue;
             };
-            if out.iter().any(|(m, _)| *m == n) {
+            if !seen.insert(n.clone()) {
                 self.warn(
                     "duplicate-entry",
                     item,
@@ -312,16 +313,22 @@ impl<'a> Loader<'a> {
         );
     }
 
-    fn count(&mut self, node: &SNode, what: &str) -> Option<u64> {
+    /// A whole number from 0 to `max` (one of `values::MAX_*`: what slurmdbd stores).
+    fn count(&mut self, node: &SNode, what: &str, max: u64) -> Option<u64> {
         match node.value {
             Node::Int(n) if n < 0 => {
                 self.negative(node, what, n);
                 None
             }
-            Node::Int(n) => match u64::try_from(n) {
-                Ok(v) => Some(v),
-                Err(_) => {
-                    self.error("bad-value", node, format!("`{what}` is too large"), "use a smaller number");
+            Node::Int(n) => match u64::try_from(n).ok().filter(|v| *v <= max) {
+                Some(v) => Some(v),
+                None => {
+                    self.error(
+                        "bad-value",
+                        node,
+                        format!("`{what}` is {n}; slurmdbd stores 0 to {max}"),
+                        format!("use a number from 0 to {max}, or omit `{what}` to leave it unset"),
+                    );
                     None
                 }
             },
@@ -334,19 +341,21 @@ impl<'a> Loader<'a> {
 
     fn duration(&mut self, node: &SNode, what: &str) -> Option<u64> {
         match &node.value {
-            Node::Int(_) => self.count(node, what),
-            Node::Str(s) => match values::parse_duration(s) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    self.error(
-                        "bad-value",
-                        node,
-                        format!("invalid `{what}`: {e}"),
-                        "give minutes as an integer (90) or a time like \"1-00:00:00\"",
-                    );
-                    None
+            Node::Int(_) => self.count(node, what, values::MAX_COUNT),
+            Node::Str(s) => {
+                match values::parse_duration(s).and_then(|m| values::in_range(m, values::MAX_COUNT, what)) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        self.error(
+                            "bad-value",
+                            node,
+                            format!("invalid `{what}`: {e}"),
+                            "give minutes as an integer (90) or a time like \"1-00:00:00\"",
+                        );
+                        None
+                    }
                 }
-            },
+            }
             _ => {
                 self.wrong_type(node, what, "minutes (an integer) or a duration like \"D-HH:MM:SS\"");
                 None
@@ -360,14 +369,28 @@ impl<'a> Loader<'a> {
                 self.negative(node, "fairshare", *n);
                 None
             }
-            Node::Int(n) => match u32::try_from(*n) {
-                Ok(v) => Fairshare::normal(v),
-                Err(_) => {
-                    self.error("bad-value", node, "`fairshare` is too large".into(), "use a number below 4294967296");
+            Node::Int(n) => match u32::try_from(*n).ok().filter(|v| *v <= values::MAX_SHARES) {
+                Some(v) => Fairshare::normal(v),
+                None => {
+                    self.error(
+                        "bad-value",
+                        node,
+                        format!("`fairshare` is {n}; slurmdbd stores 0 to {} shares", values::MAX_SHARES),
+                        "use a smaller number of shares, or `parent`",
+                    );
                     None
                 }
             },
             Node::Str(s) => match Fairshare::parse(s) {
+                Ok(Some(Fairshare::Shares(n))) if n > values::MAX_SHARES => {
+                    self.error(
+                        "bad-value",
+                        node,
+                        format!("`fairshare` is {n}; slurmdbd stores 0 to {} shares", values::MAX_SHARES),
+                        "use a smaller number of shares, or `parent`",
+                    );
+                    None
+                }
                 Ok(f) => f,
                 Err(e) => {
                     self.error(
@@ -411,8 +434,10 @@ impl<'a> Loader<'a> {
                     self.negative(e.value, &label, *n);
                     None
                 }
-                Node::Int(_) => self.count(e.value, &label),
-                Node::Str(s) => match values::parse_tres_value(&e.text, s) {
+                Node::Int(_) => self.count(e.value, &label, values::MAX_TRES),
+                Node::Str(s) => match values::parse_tres_value(&e.text, s)
+                    .and_then(|v| values::in_range(v, values::MAX_TRES, &label))
+                {
                     Ok(v) => Some(v),
                     Err(msg) => {
                         self.error(
@@ -626,7 +651,7 @@ impl<'a> Loader<'a> {
             if let Some(n) = f.get("grp_submit_jobs") {
                 managed.grp_submit_jobs = true;
                 if !matches!(n.value, Node::Null) {
-                    q.grp_submit_jobs = self.count(n, &format!("{what}.grp_submit_jobs"));
+                    q.grp_submit_jobs = self.count(n, &format!("{what}.grp_submit_jobs"), values::MAX_COUNT);
                 }
             }
             if let Some(n) = f.get("max_wall") {
@@ -916,7 +941,8 @@ impl<'a> Loader<'a> {
         if let Some(n) = f.get("fairshare") {
             limits.fairshare = self.fairshare(n);
         }
-        let count = |l: &mut Self, key: &str| f.get(key).and_then(|n| l.count(n, &format!("{what}.{key}")));
+        let count =
+            |l: &mut Self, key: &str| f.get(key).and_then(|n| l.count(n, &format!("{what}.{key}"), values::MAX_COUNT));
         limits.grp_jobs = count(self, "grp_jobs");
         limits.grp_submit_jobs = count(self, "grp_submit_jobs");
         limits.max_jobs = count(self, "max_jobs");

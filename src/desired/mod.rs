@@ -279,19 +279,15 @@ impl Scope {
 
 /// Read and load a desired-state file. An I/O error becomes one diagnostic.
 pub fn load_file(path: &Path) -> Result<Desired, Vec<Diagnostic>> {
-    match std::fs::read(path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => load_str(path, &text),
-            Err(e) => Err(vec![
-                Diagnostic::error("io", format!("`{}` is not UTF-8 text: {e}", path.display()))
-                    .at(Location { file: path.to_path_buf(), line: 0, column: 0 })
-                    .hint("save the file as UTF-8"),
-            ]),
-        },
+    match crate::input::read_text(path) {
+        Ok(text) => load_str(path, &text),
         Err(e) => Err(vec![
             Diagnostic::error("io", format!("cannot read `{}`: {e}", path.display()))
                 .at(Location { file: path.to_path_buf(), line: 0, column: 0 })
-                .hint("check the path given with `-d`"),
+                .hint(match e {
+                    crate::input::InputError::NotText => "save the file as UTF-8",
+                    _ => "give the path of a desired-state YAML file with `-d`",
+                }),
         ]),
     }
 }

@@ -13,6 +13,21 @@ use super::names::Name;
 /// A TRES limit map (`cpu=100,mem=1536`), mem in MiB, every value a plain integer.
 pub type Tres = BTreeMap<String, u64>;
 
+/// Largest job count (GrpJobs, GrpSubmitJobs, MaxJobs, MaxSubmitJobs) or number of minutes
+/// (GrpWall, MaxWall) slurmdbd stores: these limits are 32-bit and the two top values mean
+/// "unset" (NO_VAL 0xfffffffe, INFINITE 0xffffffff).
+pub const MAX_COUNT: u64 = 0xffff_fffd;
+/// Largest TRES limit: 64-bit, the three top values reserved (NO_CONSUME_VAL64, NO_VAL64,
+/// INFINITE64).
+pub const MAX_TRES: u64 = 0xffff_ffff_ffff_fffc;
+/// Largest number of shares: 0x7fffffff means `parent`.
+pub const MAX_SHARES: u32 = 0x7fff_fffe;
+
+/// `v` if slurmdbd can store it (`max` is one of the constants above), else why not.
+pub fn in_range(v: u64, max: u64, what: &str) -> Result<u64, String> {
+    if v <= max { Ok(v) } else { Err(format!("`{what}` is {v}; slurmdbd stores 0 to {max}")) }
+}
+
 /// Parse a TRES string as sacctmgr prints it: `billing=1000,cpu=100,mem=1.50G,node=2`.
 /// Units (`K`, `M`, `G`, `T`, `P`) are accepted for every TRES and converted to the base unit
 /// sacctmgr uses for mem (MiB); a result that is not a whole number is an error.
@@ -100,7 +115,8 @@ pub fn tres_to_arg(t: &Tres) -> String {
 }
 
 /// Parse a duration as sacctmgr prints it (`HH:MM:SS`, `D-HH:MM:SS`, `MM:SS`) into minutes.
-/// Seconds must be zero (sacctmgr stores minutes).
+/// Seconds must be zero (sacctmgr stores minutes); minutes and seconds after a `:` are 0-59,
+/// hours after `D-` 0-23. The range slurmdbd stores ([`MAX_COUNT`]) is the caller's check.
 pub fn parse_duration(s: &str) -> Result<u64, String> {
     let bad = || format!("`{s}` is not a duration (expected minutes, `HH:MM:SS` or `D-HH:MM:SS`)");
     let (days, rest) = match s.split_once('-') {
@@ -126,6 +142,12 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         [h, m, sec] => (*h, *m, *sec),
         _ => return Err(bad()),
     };
+    let minutes_after_hours = nums.len() >= 2 && !(nums.len() == 2 && days == 0);
+    if sec > 59 || (minutes_after_hours && m > 59) || (s.contains('-') && h > 23) {
+        return Err(format!(
+            "`{s}` is not a duration: minutes and seconds are 0-59 and hours after `D-` 0-23 (e.g. `1-00:00:00`, not `00:60:00`)"
+        ));
+    }
     if sec != 0 {
         return Err(format!("`{s}` has seconds; Slurm stores limits in whole minutes"));
     }
@@ -261,6 +283,19 @@ mod tests {
         assert!(parse_duration("00:00:30").is_err());
         assert!(parse_duration("x").is_err());
         assert!(parse_duration("").is_err());
+        assert_eq!(parse_duration("100:00:00").unwrap(), 6000);
+        assert_eq!(parse_duration("2-23:59:00").unwrap(), 2 * 1440 + 23 * 60 + 59);
+        for bad in ["00:60:00", "1-24:00:00", "01:00:60", "1-00:75"] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.contains("0-59"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn ranges_are_what_slurmdbd_stores() {
+        assert!(in_range(MAX_COUNT, MAX_COUNT, "x").is_ok());
+        assert!(in_range(u32::MAX as u64, MAX_COUNT, "x").unwrap_err().contains("0 to 4294967293"));
+        assert!(in_range(u64::MAX, MAX_TRES, "x").unwrap_err().contains("0 to 18446744073709551612"));
     }
 
     #[test]

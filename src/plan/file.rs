@@ -1,25 +1,82 @@
-//! The plan file: JSON with `format_version` and a checksum of its own body, so `apply` can
-//! refuse a plan that was edited or written by an unknown version. Only reads/writes files.
+//! The plan file: JSON with `format_version`, a checksum of its own body, and optionally an
+//! HMAC-SHA256 signature of the same body with a key only the planner and the applier hold.
+//!
+//! The checksum catches accidental edits and truncation; anyone who can write the file can
+//! recompute it. The signature is what keeps a plan as reviewed: without the key it cannot be
+//! made again. `apply` additionally checks every step before the first write (apply::check).
+//! Only reads/writes files.
 
 use std::path::Path;
 
+use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 
 use super::{FORMAT_VERSION, FORMAT_VERSION_SCOPED, Plan};
 use crate::model::fingerprint::hash_bytes;
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// The prefix of a signature in the plan file.
+const SIGNATURE_PREFIX: &str = "hmac-sha256:";
 
 #[derive(Serialize, Deserialize)]
 struct Envelope {
     format_version: u32,
     /// sha256 over the canonical JSON of `plan`.
     checksum: String,
+    /// HMAC-SHA256 over the same bytes, when the planner had a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signature: Option<String>,
     plan: Plan,
+}
+
+/// A signing key (the bytes of `SLURMPLAN_PLAN_KEY_FILE`, trailing whitespace removed).
+pub struct Key(Vec<u8>);
+
+/// The fewest bytes a key may have.
+pub const MIN_KEY_BYTES: usize = 16;
+
+impl Key {
+    pub fn new(mut bytes: Vec<u8>) -> Result<Key, String> {
+        while bytes.last().is_some_and(|b| b.is_ascii_whitespace()) {
+            bytes.pop();
+        }
+        if bytes.len() < MIN_KEY_BYTES {
+            return Err(format!("the key has {} bytes; at least {MIN_KEY_BYTES} are needed", bytes.len()));
+        }
+        Ok(Key(bytes))
+    }
+
+    fn mac(&self, body: &[u8]) -> HmacSha256 {
+        let mut m = <HmacSha256 as KeyInit>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
+        m.update(body);
+        m
+    }
+
+    fn sign(&self, body: &[u8]) -> String {
+        let tag = self.mac(body).finalize().into_bytes();
+        let mut s = String::from(SIGNATURE_PREFIX);
+        for b in tag.iter() {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
+    }
+
+    /// Constant-time check of `signature` over `body`.
+    fn verify(&self, body: &[u8], signature: &str) -> bool {
+        let Some(hex) = signature.strip_prefix(SIGNATURE_PREFIX) else { return false };
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return false;
+        }
+        let tag: Vec<u8> = (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0)).collect();
+        self.mac(body).verify_slice(&tag).is_ok()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanFileError {
     #[error("cannot read plan file `{path}`: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io { path: String, source: crate::input::InputError },
     #[error("plan file `{path}` is not a slurmplan plan: {reason}")]
     Malformed { path: String, reason: String },
     #[error(
@@ -28,6 +85,12 @@ pub enum PlanFileError {
     Version { path: String, found: u64 },
     #[error("plan file `{path}` was modified after it was written (checksum mismatch)")]
     Tampered { path: String },
+    #[error("plan file `{path}` is not signed, and SLURMPLAN_PLAN_KEY_FILE is set: only signed plans are applied")]
+    Unsigned { path: String },
+    #[error(
+        "plan file `{path}` has a signature that does not match the key in SLURMPLAN_PLAN_KEY_FILE: it was changed after signing, or signed with another key"
+    )]
+    BadSignature { path: String },
 }
 
 /// Canonical body: the plan as a JSON value (keys sorted) in compact form.
@@ -37,10 +100,17 @@ fn body(plan: &serde_json::Value) -> String {
 
 /// Serialise a plan with its checksum (pretty JSON, stable key order).
 pub fn to_json(plan: &Plan) -> String {
+    to_json_signed(plan, None)
+}
+
+/// [`to_json`], signed with `key` when given.
+pub fn to_json_signed(plan: &Plan, key: Option<&Key>) -> String {
     let value = serde_json::to_value(plan).expect("plan serialises");
+    let b = body(&value);
     let env = Envelope {
         format_version: plan.format_version,
-        checksum: hash_bytes(body(&value).as_bytes()),
+        checksum: hash_bytes(b.as_bytes()),
+        signature: key.map(|k| k.sign(b.as_bytes())),
         plan: plan.clone(),
     };
     let mut s = serde_json::to_string_pretty(&env).expect("plan serialises");
@@ -48,8 +118,13 @@ pub fn to_json(plan: &Plan) -> String {
     s
 }
 
-/// Parse and verify a plan file's text.
+/// Parse and verify a plan file's text (the signature is not looked at).
 pub fn from_json(path: &Path, text: &str) -> Result<Plan, PlanFileError> {
+    from_json_with_key(path, text, None)
+}
+
+/// Parse and verify a plan file's text; with `key`, the plan must carry a signature made with it.
+pub fn from_json_with_key(path: &Path, text: &str, key: Option<&Key>) -> Result<Plan, PlanFileError> {
     let p = path.display().to_string();
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
@@ -67,8 +142,16 @@ pub fn from_json(path: &Path, text: &str) -> Result<Plan, PlanFileError> {
             reason: format!("format_version {found} {} a fingerprint scope", if scoped { "has no" } else { "needs" }),
         });
     }
+    let b = body(v.get("plan").unwrap_or(&serde_json::Value::Null));
+    if let Some(key) = key {
+        match v.get("signature").and_then(|s| s.as_str()) {
+            None => return Err(PlanFileError::Unsigned { path: p }),
+            Some(sig) if !key.verify(b.as_bytes(), sig) => return Err(PlanFileError::BadSignature { path: p }),
+            Some(_) => {}
+        }
+    }
     let checksum = v.get("checksum").and_then(|c| c.as_str()).unwrap_or_default().to_string();
-    if hash_bytes(body(v.get("plan").unwrap_or(&serde_json::Value::Null)).as_bytes()) != checksum {
+    if hash_bytes(b.as_bytes()) != checksum {
         return Err(PlanFileError::Tampered { path: p });
     }
     let env: Envelope =
@@ -85,7 +168,47 @@ pub fn from_json(path: &Path, text: &str) -> Result<Plan, PlanFileError> {
 }
 
 pub fn read(path: &Path) -> Result<Plan, PlanFileError> {
-    let text = std::fs::read_to_string(path)
+    read_with_key(path, None)
+}
+
+/// [`read`]; with `key`, only a plan signed with it is accepted.
+pub fn read_with_key(path: &Path, key: Option<&Key>) -> Result<Plan, PlanFileError> {
+    let text = crate::input::read_text(path)
         .map_err(|source| PlanFileError::Io { path: path.display().to_string(), source })?;
-    from_json(path, &text)
+    from_json_with_key(path, &text, key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/site-a");
+        let current = crate::sacctmgr::snapshot::load(&root.join("state")).unwrap();
+        let desired = crate::desired::load_file(&root.join("desired.yaml")).unwrap();
+        let resolved = crate::desired::resolve::resolve(&desired, &current).unwrap();
+        crate::plan::make_plan(&current, &resolved.state, "x").unwrap()
+    }
+
+    #[test]
+    fn signed_plans_verify_and_edited_ones_do_not() {
+        let p = Path::new("p.json");
+        let plan = plan();
+        let key = Key::new(b"0123456789abcdef-secret\n".to_vec()).unwrap();
+        let other = Key::new(b"fedcba9876543210-other".to_vec()).unwrap();
+        let signed = to_json_signed(&plan, Some(&key));
+        assert_eq!(from_json_with_key(p, &signed, Some(&key)).unwrap(), plan);
+        assert_eq!(from_json(p, &signed).unwrap(), plan, "without a key the signature is not needed");
+        assert!(matches!(from_json_with_key(p, &signed, Some(&other)), Err(PlanFileError::BadSignature { .. })));
+        assert!(matches!(from_json_with_key(p, &to_json(&plan), Some(&key)), Err(PlanFileError::Unsigned { .. })));
+        // an edit with a recomputed checksum keeps the old signature, which no longer matches
+        let mut edited = plan.clone();
+        edited.steps.truncate(1);
+        let mut v: serde_json::Value = serde_json::from_str(&to_json(&edited)).unwrap();
+        v["signature"] = serde_json::from_str::<serde_json::Value>(&signed).unwrap()["signature"].clone();
+        let text = v.to_string();
+        assert!(from_json(p, &text).is_ok());
+        assert!(matches!(from_json_with_key(p, &text, Some(&key)), Err(PlanFileError::BadSignature { .. })));
+        assert!(Key::new(b"short\n".to_vec()).is_err());
+    }
 }

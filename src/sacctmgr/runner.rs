@@ -1,13 +1,17 @@
-//! The one process spawn: run sacctmgr with an argv (never a shell), stdin closed, a timeout,
-//! and its output either streamed (reads: [`Runner::stream`], no size limit) or captured with a
-//! size cap (writes: [`Runner::run`], whose output is kept in journals and messages).
+//! The one process spawn: run sacctmgr with an argv (never a local shell), stdin closed, a
+//! timeout, and its output either streamed (reads: [`Runner::stream`], no size limit) or captured
+//! with a size cap (writes: [`Runner::run`], whose output is kept in journals and messages).
 //!
 //! The [`Runner`] trait lets apply and the live reader be tested with fakes; [`ProcessRunner`]
-//! is the real thing. A transport prefix (`ssh head1 --`, `kubectl exec ... --`) is prepended
-//! word by word. This module does not interpret sacctmgr's output (see `outcome`) and prints
-//! nothing.
+//! is the real thing. How sacctmgr is reached is a [`Transport`]: locally, with an optional
+//! argv-preserving prefix (`kubectl exec -i -n slurm POD --`, `sudo -u slurm`) prepended word by
+//! word; or over ssh, where the remote shell parses the command line, so every word is quoted
+//! for a POSIX shell ([`sh_quote`]). sacctmgr runs in a process group of its own: a timeout
+//! kills the whole group, and whatever the command left behind is killed when it exits. This
+//! module does not interpret sacctmgr's output (see `outcome`) and prints nothing.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command as Proc, Stdio};
 use std::time::{Duration, Instant};
@@ -42,11 +46,23 @@ pub trait Runner: Sync {
     fn describe(&self, args: &[String]) -> Vec<String>;
 }
 
+/// How the sacctmgr command reaches the machine that runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// Run here: `prefix... sacctmgr args...`, one argv, no shell.
+    Local,
+    /// `ssh DEST -- 'cmd'`: OpenSSH joins the words after the host with spaces and the remote
+    /// login shell parses the result, so the command is sent as POSIX-shell-quoted words.
+    Ssh { dest: String },
+}
+
 /// Runs a real process.
 #[derive(Debug, Clone)]
 pub struct ProcessRunner {
     pub program: PathBuf,
+    /// Words before the program (on the remote side with [`Transport::Ssh`]).
     pub prefix: Vec<String>,
+    pub transport: Transport,
     pub timeout: Duration,
     /// Bytes kept of each captured stream (the rest is dropped, with a marker); streamed stdout
     /// has no limit.
@@ -55,7 +71,60 @@ pub struct ProcessRunner {
 
 impl ProcessRunner {
     pub fn new(program: PathBuf, prefix: Vec<String>, timeout: Duration) -> ProcessRunner {
-        ProcessRunner { program, prefix, timeout, cap: 1 << 20 }
+        ProcessRunner { program, prefix, transport: Transport::Local, timeout, cap: 1 << 20 }
+    }
+
+    /// The same runner, reaching sacctmgr with `transport`.
+    pub fn with_transport(mut self, transport: Transport) -> ProcessRunner {
+        self.transport = transport;
+        self
+    }
+}
+
+/// One word quoted for a POSIX shell: every byte arrives as it is (inside single quotes nothing
+/// is special; a `'` is closed, escaped and reopened). Words made only of characters no shell
+/// treats specially are left bare for readability.
+pub fn sh_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/' | b',' | b'=' | b':' | b'+' | b'@')
+        });
+    if plain {
+        return word.to_string();
+    }
+    let mut q = String::with_capacity(word.len() + 2);
+    q.push('\'');
+    for c in word.chars() {
+        if c == '\'' {
+            q.push_str("'\\''");
+        } else {
+            q.push(c);
+        }
+    }
+    q.push('\'');
+    q
+}
+
+/// Whether the child `pid` has exited, leaving it unreaped.
+fn exited(pid: u32) -> bool {
+    let pid: libc::id_t = pid;
+    // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes only into `info`; WNOWAIT leaves the child to `Child::wait`.
+    let r = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+    // SAFETY: reading si_pid of a siginfo filled by waitid (0 when no child has exited).
+    r != 0 || unsafe { info.si_pid() } != 0
+}
+
+/// Kill every process of the group `pgid` (sacctmgr's own group; see [`ProcessRunner::run`]).
+fn kill_group(pgid: u32) {
+    if let Ok(pgid) = libc::pid_t::try_from(pgid)
+        && pgid > 1
+    {
+        // SAFETY: killpg only sends a signal; the group is the one created for this child.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
     }
 }
 
@@ -107,7 +176,13 @@ impl Runner for ProcessRunner {
         let mut v = self.prefix.clone();
         v.push(self.program.display().to_string());
         v.extend(args.iter().cloned());
-        v
+        match &self.transport {
+            Transport::Local => v,
+            Transport::Ssh { dest } => {
+                let remote = v.iter().map(|w| sh_quote(w)).collect::<Vec<_>>().join(" ");
+                vec!["ssh".into(), "-o".into(), "BatchMode=yes".into(), dest.clone(), "--".into(), remote]
+            }
+        }
     }
 
     fn run(&self, args: &[String]) -> Result<Output, RunError> {
@@ -122,6 +197,7 @@ impl Runner for ProcessRunner {
         let start = Instant::now();
         let mut child = Proc::new(&argv[0])
             .args(&argv[1..])
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -136,26 +212,28 @@ impl Runner for ProcessRunner {
             })?;
         let mut stdout = child.stdout.take().expect("piped");
         let err = drain(child.stderr.take().expect("piped"), self.cap);
-        // The child is waited for (and killed at the timeout) on its own thread, while this one
-        // hands stdout to the sink: a kill closes the pipe and ends the loop below.
+        // The child is waited for on its own thread while this one hands stdout to the sink. It
+        // polls for the exit without reaping (WNOWAIT): while the exited child is not reaped its
+        // PID, which is also its group's id, cannot be reused, so killing the group after it
+        // exits reaches only what it left behind. On a timeout the kill ends the command; after
+        // an exit, whatever it left running in its group (a wrapper's children holding the
+        // pipes) ends with it, which closes the pipe and ends the loop below.
         let timeout = self.timeout;
         let waiter = std::thread::spawn(move || {
+            let pid = child.id();
             let mut timed_out = false;
-            let status = loop {
-                match child.try_wait() {
-                    Ok(Some(st)) => break Some(st),
-                    Ok(None) => {
-                        if start.elapsed() >= timeout {
-                            timed_out = true;
-                            let _ = child.kill();
-                            break child.wait().ok();
-                        }
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    Err(_) => break None,
+            loop {
+                if exited(pid) {
+                    break;
                 }
-            };
-            (status, timed_out)
+                if start.elapsed() >= timeout {
+                    timed_out = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            kill_group(pid);
+            (child.wait().ok(), timed_out)
         });
         let mut buf = vec![0u8; 1 << 16];
         loop {
@@ -175,5 +253,110 @@ impl Runner for ProcessRunner {
             timed_out,
             duration: start.elapsed(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn script(dir: &std::path::Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn alive(pid: &str) -> bool {
+        // a zombie waiting for its reaper is not running
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            .unwrap_or(false)
+    }
+
+    /// Every byte of every word reaches the remote program, whatever the shell would make of it.
+    #[test]
+    fn sh_quote_delivers_every_byte_through_a_posix_shell() {
+        let words = [
+            "genome 2026;touch pwned",
+            "$(touch pwned)",
+            "`id`",
+            "it's",
+            "say \"hi\"",
+            "two\nlines",
+            "",
+            "tab\there",
+            "*",
+            "a\\b",
+            "~root",
+            "'",
+            "x=1,y=2",
+            "-i",
+        ];
+        let line = words.iter().map(|w| sh_quote(w)).collect::<Vec<_>>().join(" ");
+        let o = Proc::new("sh").arg("-c").arg(format!("printf '%s\\0' {line}")).output().unwrap();
+        assert!(o.status.success());
+        let got: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().split_terminator('\0').collect();
+        assert_eq!(got, words);
+    }
+
+    /// Over ssh the remote command is one string of quoted words after `--`.
+    #[test]
+    fn ssh_transport_quotes_the_whole_remote_command() {
+        let r = ProcessRunner::new(
+            "/usr/bin/sacctmgr".into(),
+            vec!["sudo".into(), "-u".into(), "slurm".into()],
+            Duration::from_secs(1),
+        )
+        .with_transport(Transport::Ssh { dest: "head1".into() });
+        let v = r.describe(&["-i".into(), "description=a b;c".into()]);
+        assert_eq!(
+            v,
+            ["ssh", "-o", "BatchMode=yes", "head1", "--", "sudo -u slurm /usr/bin/sacctmgr -i 'description=a b;c'"]
+        );
+    }
+
+    /// A wrapper whose child holds the pipes: the timeout kills the whole group and returns at
+    /// once, and nothing is left running.
+    #[test]
+    fn timeout_kills_the_wrapper_and_its_children() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("child.pid");
+        let w = script(dir.path(), "wrapper", &format!("sleep 60 &\necho $! > {}\nwait", pidfile.display()));
+        let r = ProcessRunner::new(w, vec![], Duration::from_millis(500));
+        let t0 = Instant::now();
+        let o = r.run(&[]).unwrap();
+        assert!(o.timed_out);
+        assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let pid = pid.trim();
+        let t = Instant::now();
+        while alive(pid) && t.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(pid), "the wrapper's child {pid} is still running");
+    }
+
+    /// A command that exits leaving a child that holds its output: the run returns, and the
+    /// child does not outlive it.
+    #[test]
+    fn a_child_left_behind_ends_with_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("child.pid");
+        let w = script(dir.path(), "wrapper", &format!("sleep 60 &\necho $! > {}\necho done", pidfile.display()));
+        let r = ProcessRunner::new(w, vec![], Duration::from_secs(30));
+        let t0 = Instant::now();
+        let o = r.run(&[]).unwrap();
+        assert!(!o.timed_out);
+        assert_eq!(o.code, Some(0));
+        assert_eq!(o.stdout, "done\n");
+        assert!(t0.elapsed() < Duration::from_secs(10), "took {:?}", t0.elapsed());
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let t = Instant::now();
+        while alive(pid.trim()) && t.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(pid.trim()));
     }
 }

@@ -1,5 +1,8 @@
 //! Snapshot directories: one file per read in [`READS`] holding sacctmgr's raw `-n -P` stdout,
-//! plus an optional `manifest.json` (format, Slurm version, creation time, clusters, commands).
+//! plus an optional `manifest.json` (format, Slurm version, creation time, clusters, commands,
+//! and each file's size and SHA-256). A snapshot whose files do not match its manifest, or whose
+//! file ends in the middle of a line, is refused; one without sizes (written by hand) is read
+//! with a warning. Files are read through `crate::input` (regular files, bounded size).
 //!
 //! Tests and bug reports use the same format. This module reads and writes files only; it must
 //! NOT spawn sacctmgr, print, or look at the clock (the caller passes the creation time).
@@ -11,7 +14,9 @@ use std::path::Path;
 use super::parse::{self, RawReads, Source};
 use super::reads::READS;
 use crate::diag::{Diagnostic, Location};
+use crate::input::{self, InputError};
 use crate::model::State;
+use crate::model::fingerprint::hash_bytes;
 
 /// Name of the manifest file inside a snapshot directory.
 pub const MANIFEST: &str = "manifest.json";
@@ -29,6 +34,33 @@ pub struct Manifest {
     pub clusters: Vec<String>,
     /// File name -> the exact argv that produced it (`["sacctmgr", "-n", "-P", ...]`).
     pub reads: BTreeMap<String, Vec<String>>,
+    /// File name -> its size and SHA-256, filled by [`write_dir`]. Absent in snapshots written
+    /// by hand.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, FileSum>,
+}
+
+/// What a snapshot file held when it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSum {
+    pub bytes: u64,
+    /// Lower-case hex.
+    pub sha256: String,
+}
+
+impl FileSum {
+    pub fn of(bytes: &[u8]) -> FileSum {
+        let h = hash_bytes(bytes);
+        FileSum { bytes: bytes.len() as u64, sha256: h.strip_prefix("sha256:").unwrap_or(&h).to_string() }
+    }
+}
+
+/// A snapshot as read: the raw reads, the manifest if there is one, and warnings to show.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub raw: RawReads,
+    pub manifest: Option<Manifest>,
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Manifest {
@@ -40,6 +72,7 @@ impl Manifest {
             created: created.into(),
             clusters,
             reads: READS.iter().map(|r| (r.file.to_string(), r.argv())).collect(),
+            files: BTreeMap::new(),
         }
     }
 }
@@ -51,25 +84,44 @@ fn file_error(path: &Path, message: impl Into<String>) -> Diagnostic {
 /// Read every file of a snapshot directory. A missing data file is an error whose hint names
 /// the sacctmgr command that produces it; `manifest.json` is optional (`None` when absent).
 pub fn read_dir(dir: &Path) -> Result<(RawReads, Option<Manifest>), Vec<Diagnostic>> {
+    read(dir).map(|s| (s.raw, s.manifest))
+}
+
+/// [`read_dir`], with the files checked against the manifest's sizes and SHA-256 (a mismatch is
+/// an error; no sizes at all is a warning) and against being cut mid-line.
+pub fn read(dir: &Path) -> Result<Snapshot, Vec<Diagnostic>> {
     if !dir.is_dir() {
         return Err(vec![
             file_error(dir, format!("snapshot directory `{}` does not exist or is not a directory", dir.display()))
                 .hint("take a snapshot first, or pass the directory that holds assocs.txt, qos.txt, ..."),
         ]);
     }
+    let manifest = match read_manifest(&dir.join(MANIFEST)) {
+        Ok(m) => m,
+        Err(d) => return Err(vec![d]),
+    };
+    let sums = manifest.as_ref().map(|m| &m.files).filter(|f| !f.is_empty());
     let mut raw = RawReads::default();
     let mut diags = Vec::new();
+    let mut warnings = Vec::new();
+    if sums.is_none() {
+        warnings.push(
+            Diagnostic::warning(
+                "unchecked-snapshot",
+                format!(
+                    "snapshot `{}` records no file sizes or checksums; its files are read as they are",
+                    dir.display()
+                ),
+            )
+            .at(Location { file: dir.join(MANIFEST), line: 0, column: 0 })
+            .hint("`slurmplan dump -o DIR` writes snapshots whose files are checked when read"),
+        );
+    }
     for read in READS {
         let path = dir.join(read.file);
-        let text = match std::fs::read(&path) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(t) => t,
-                Err(e) => {
-                    diags.push(file_error(&path, format!("`{}` is not valid UTF-8 ({e})", read.file)));
-                    continue;
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let bytes = match input::read(&path) {
+            Ok(b) => b,
+            Err(InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 diags.push(
                     Diagnostic::error(
                         "missing-snapshot-file",
@@ -85,24 +137,62 @@ pub fn read_dir(dir: &Path) -> Result<(RawReads, Option<Manifest>), Vec<Diagnost
                 continue;
             }
         };
+        if let Some(sums) = sums {
+            let found = FileSum::of(&bytes);
+            match sums.get(read.file) {
+                Some(want) if *want == found => {}
+                Some(want) => {
+                    diags.push(
+                        file_error(
+                            &path,
+                            format!(
+                                "`{}` does not match {MANIFEST}: {} bytes with SHA-256 {} were written, {} bytes with SHA-256 {} are there",
+                                read.file, want.bytes, want.sha256, found.bytes, found.sha256
+                            ),
+                        )
+                        .hint("the snapshot was changed or cut short after it was taken: take it again with `slurmplan dump -o DIR`"),
+                    );
+                    continue;
+                }
+                None => {
+                    diags.push(
+                        file_error(&path, format!("{MANIFEST} records no size or checksum for `{}`", read.file))
+                            .hint("take the snapshot again with `slurmplan dump -o DIR`"),
+                    );
+                    continue;
+                }
+            }
+        }
+        if bytes.last().is_some_and(|b| *b != b'\n') {
+            let line = bytes.iter().filter(|b| **b == b'\n').count() + 1;
+            diags.push(
+                Diagnostic::error(
+                    "truncated-snapshot",
+                    format!("`{}` ends in the middle of line {line}: the file was cut short", read.file),
+                )
+                .at(Location { file: path.clone(), line, column: 0 })
+                .hint("sacctmgr ends every row with a newline; take the snapshot again with `slurmplan dump -o DIR`"),
+            );
+            continue;
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                diags.push(file_error(&path, format!("`{}` is not valid UTF-8 ({e})", read.file)));
+                continue;
+            }
+        };
         if let Some(src) = raw.source_mut(read.file) {
             *src = Source::new(path, text);
         }
     }
-    let manifest = match read_manifest(&dir.join(MANIFEST)) {
-        Ok(m) => m,
-        Err(d) => {
-            diags.push(d);
-            None
-        }
-    };
-    if diags.is_empty() { Ok((raw, manifest)) } else { Err(diags) }
+    if diags.is_empty() { Ok(Snapshot { raw, manifest, warnings }) } else { Err(diags) }
 }
 
 fn read_manifest(path: &Path) -> Result<Option<Manifest>, Diagnostic> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match input::read_text(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(file_error(path, format!("cannot read {MANIFEST}: {e}"))),
     };
     let m: Manifest = serde_json::from_str(&text).map_err(|e| {
@@ -124,23 +214,33 @@ fn read_manifest(path: &Path) -> Result<Option<Manifest>, Diagnostic> {
 
 /// Read a snapshot directory and parse it into a [`State`].
 pub fn load(dir: &Path) -> Result<State, Vec<Diagnostic>> {
-    let (raw, _) = read_dir(dir)?;
-    parse::parse_state(&raw)
+    load_with_warnings(dir).map(|(state, _)| state)
 }
 
-/// [`load`], with rows that cannot be split left out of the state and returned beside it.
-pub fn load_unsplit(dir: &Path) -> Result<(State, Vec<parse::Unsplit>), Vec<Diagnostic>> {
-    let (raw, _) = read_dir(dir)?;
-    parse::parse_state_unsplit(&raw)
+/// [`load`], also returning the warnings to show (a snapshot without checksums).
+pub fn load_with_warnings(dir: &Path) -> Result<(State, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let snap = read(dir)?;
+    parse::parse_state(&snap.raw).map(|state| (state, snap.warnings))
+}
+
+/// [`load_with_warnings`], with rows that cannot be split left out of the state and returned
+/// beside it.
+pub fn load_unsplit(dir: &Path) -> Result<(State, Vec<parse::Unsplit>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let snap = read(dir)?;
+    parse::parse_state_unsplit(&snap.raw).map(|(state, unsplit)| (state, unsplit, snap.warnings))
 }
 
 /// Write `files` (file name, raw text) and `manifest.json` into `dir`, creating it if needed.
+/// The manifest written records each file's size and SHA-256.
 pub fn write_dir(dir: &Path, files: &[(&'static str, String)], manifest: &Manifest) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    let mut manifest = manifest.clone();
+    manifest.files.clear();
     for (name, text) in files {
         std::fs::write(dir.join(name), text)?;
+        manifest.files.insert(name.to_string(), FileSum::of(text.as_bytes()));
     }
-    let mut json = serde_json::to_string_pretty(manifest).map_err(std::io::Error::other)?;
+    let mut json = serde_json::to_string_pretty(&manifest).map_err(std::io::Error::other)?;
     json.push('\n');
     std::fs::write(dir.join(MANIFEST), json)
 }
@@ -169,7 +269,10 @@ mod tests {
         let m = Manifest::new(Some("22.05.8".into()), "2025-01-01T00:00:00Z", vec!["c1".into()]);
         write_dir(&sub, &sample_files(), &m).unwrap();
         let (raw, got) = read_dir(&sub).unwrap();
-        assert_eq!(got, Some(m));
+        let got = got.unwrap();
+        assert_eq!(got.files[reads::DEFAULTS], FileSum::of(b"c1|u1|phys\n"));
+        assert_eq!(got.files.len(), sample_files().len());
+        assert_eq!(Manifest { files: BTreeMap::new(), ..got }, m);
         let state = parse::parse_state(&raw).unwrap();
         assert_eq!(load(&sub).unwrap(), state);
         assert_eq!(state.clusters["c1"].defaults["u1"].as_str(), "phys");
@@ -227,6 +330,30 @@ mod tests {
         assert_eq!(errs[0].location.as_ref().unwrap().line, 1);
         let errs = load(&dir.path().join("nope")).unwrap_err();
         assert_eq!(errs.len(), 1);
+    }
+
+    /// A file changed or cut after `dump` is refused; a hand-written snapshot (no sums) is read
+    /// with a warning, but a file cut mid-line is refused even then.
+    #[test]
+    fn files_are_checked_against_the_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        write_dir(dir.path(), &sample_files(), &Manifest::new(None, "t", vec![])).unwrap();
+        assert!(read(dir.path()).unwrap().warnings.is_empty());
+        std::fs::write(dir.path().join(reads::DEFAULTS), "c1|u1|phy").unwrap();
+        let errs = read(dir.path()).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].message.contains("does not match manifest.json: 11 bytes"), "{}", errs[0].message);
+        // the same without sums in the manifest: read with a warning, but the cut line is refused
+        let mut m = Manifest::new(None, "t", vec![]);
+        m.files.clear();
+        std::fs::write(dir.path().join(MANIFEST), serde_json::to_string(&m).unwrap()).unwrap();
+        let errs = read(dir.path()).unwrap_err();
+        assert_eq!(errs[0].code, "truncated-snapshot");
+        assert_eq!(errs[0].location.as_ref().unwrap().line, 1);
+        std::fs::write(dir.path().join(reads::DEFAULTS), "c1|u1|phys\n").unwrap();
+        let snap = read(dir.path()).unwrap();
+        assert_eq!(snap.warnings.len(), 1);
+        assert_eq!(snap.warnings[0].code, "unchecked-snapshot");
     }
 
     #[test]

@@ -1,0 +1,89 @@
+//! Layer 0: reading an input file with bounds — the one place that opens the files users hand
+//! to slurmplan (desired YAML, snapshot files, plan files, key files). A FIFO, a device or a
+//! directory is refused without blocking on it, and a file larger than [`MAX_BYTES`] is refused
+//! before it is read. Parses nothing, prints nothing.
+
+use std::fs::OpenOptions;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The largest input file slurmplan reads: 512 MiB. A million-association snapshot is about
+/// 41 MB and its desired file about 15 MB (docs/performance.md), so this leaves room for long
+/// names and many limits while keeping `/dev/zero`-like inputs from eating memory.
+pub const MAX_BYTES: u64 = 512 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("it is {0}, not a regular file")]
+    NotRegular(&'static str),
+    #[error("it is larger than {} MiB, the most slurmplan reads", MAX_BYTES >> 20)]
+    TooLarge,
+    #[error("it is not UTF-8 text")]
+    NotText,
+}
+
+/// The bytes of the regular file at `path`, at most [`MAX_BYTES`].
+pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
+    // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+    let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        return Err(InputError::NotRegular(if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        }));
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(InputError::TooLarge);
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(InputError::TooLarge);
+    }
+    Ok(bytes)
+}
+
+/// [`read`], as UTF-8 text.
+pub fn read_text(path: &Path) -> Result<String, InputError> {
+    String::from_utf8(read(path)?).map_err(|_| InputError::NotText)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_without_blocking() {
+        assert!(matches!(read(Path::new("/dev/zero")), Err(InputError::NotRegular("a device"))));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(read(dir.path()), Err(InputError::NotRegular("a directory"))));
+        let fifo = dir.path().join("fifo");
+        let st = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(st.success());
+        assert!(matches!(read(&fifo), Err(InputError::NotRegular("a FIFO"))));
+        let f = dir.path().join("ok");
+        std::fs::write(&f, "a").unwrap();
+        assert_eq!(read_text(&f).unwrap(), "a");
+    }
+
+    #[test]
+    fn files_past_the_bound_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("big");
+        let file = std::fs::File::create(&f).unwrap();
+        file.set_len(MAX_BYTES + 1).unwrap(); // sparse: no disk used
+        assert!(matches!(read(&f), Err(InputError::TooLarge)));
+    }
+}
