@@ -626,3 +626,20 @@ fn signed_plans_with_a_key_file() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("Verified"), "{r:?}");
 }
+
+/// A plan that creates accounts (global account records) waits for the global lock, even when
+/// the other apply is on another cluster.
+#[test]
+fn shared_objects_take_the_global_lock() {
+    let site = Site::new();
+    let (_, argv) = site.plan_file();
+    assert!(argv.iter().any(|a| a[2..4] == ["add", "account"] || a[3] == "qos"), "{argv:?}");
+    let scope = slurmplan::apply::lock::Scope { global: true, clusters: vec!["othercluster".to_string()] };
+    let held = slurmplan::apply::lock::acquire(&site.locks(), &scope, std::time::Duration::from_secs(1)).unwrap();
+    let r = site.apply_with(&[], &["--lock-timeout", "1"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("slurmplan.lock"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+    held.release();
+    site.converges();
+}
