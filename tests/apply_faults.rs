@@ -667,9 +667,18 @@ fn edited_and_rechecksummed_plans_run_nothing() {
         std::fs::write(&p, file::to_json(&edited)).unwrap();
         let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
         assert_eq!(r.code, 1, "{r:?}");
-        assert!(r.stderr.contains(want) && r.stderr.contains("nothing was run"), "{want}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{want}: {}", r.stderr);
         assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes printed: {:?}", r.stderr);
         assert_eq!(site.calls(), 0);
+        // `show` refuses it too, without printing its names raw
+        let r = site.slurmplan(&["show", p.to_str().unwrap()], &[]);
+        if want == "does not apply to the current state" {
+            assert_eq!(r.code, 0, "{r:?}");
+        } else {
+            assert_eq!(r.code, 1, "{r:?}");
+            assert!(r.stderr.contains("never plans") && r.stdout.is_empty(), "{r:?}");
+        }
+        assert!(!r.stderr.contains('\u{1b}') && !r.stdout.contains('\u{1b}'), "raw escapes printed: {r:?}");
     }
     // the plan as made still applies
     std::fs::write(&p, file::to_json(&plan)).unwrap();
@@ -722,4 +731,21 @@ fn signed_plans_with_a_key_file() {
     let r = site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("Verified"), "{r:?}");
+}
+
+/// A plan that creates accounts (global account records) waits for the global lock, even when
+/// the other apply is on another cluster.
+#[test]
+fn shared_objects_take_the_global_lock() {
+    let site = Site::new();
+    let (_, argv) = site.plan_file();
+    assert!(argv.iter().any(|a| a[2..4] == ["add", "account"] || a[3] == "qos"), "{argv:?}");
+    let scope = slurmplan::apply::lock::Scope { global: true, clusters: vec!["othercluster".to_string()] };
+    let held = slurmplan::apply::lock::acquire(&site.locks(), &scope, std::time::Duration::from_secs(1)).unwrap();
+    let r = site.apply_with(&[], &["--lock-timeout", "1"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("slurmplan.lock"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+    held.release();
+    site.converges();
 }

@@ -3,7 +3,8 @@
 //! else (diagnostics, progress, hints) to stderr.
 //!
 //! Exit codes: 0 success / no changes; 1 error, nothing changed; 2 changes present (with
-//! `--detailed-exitcode`); 3 apply stopped part-way; 64 usage error.
+//! `--detailed-exitcode`); 3 apply stopped part-way (a failed step, SIGINT/SIGTERM) or did not
+//! converge; 64 usage error.
 
 mod apply;
 mod args;

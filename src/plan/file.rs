@@ -3,7 +3,8 @@
 //!
 //! The checksum catches accidental edits and truncation; anyone who can write the file can
 //! recompute it. The signature is what keeps a plan as reviewed: without the key it cannot be
-//! made again. `apply` additionally checks every step before the first write (apply::check).
+//! made again. Every plan read passes `plan::check` (names, values, argv, `root`); `apply`
+//! also replays it on the current state before the first write (apply::check).
 //! Only reads/writes files.
 
 use std::path::Path;
@@ -87,6 +88,8 @@ pub enum PlanFileError {
     Tampered { path: String },
     #[error("plan file `{path}` is not signed, and SLURMPLAN_PLAN_KEY_FILE is set: only signed plans are applied")]
     Unsigned { path: String },
+    #[error("plan file `{path}` holds steps slurmplan never plans: {}{}", problems[..problems.len().min(3)].join("; "), if problems.len() > 3 { format!("; and {} more", problems.len() - 3) } else { String::new() })]
+    Unsound { path: String, problems: Vec<String> },
     #[error(
         "plan file `{path}` has a signature that does not match the key in SLURMPLAN_PLAN_KEY_FILE: it was changed after signing, or signed with another key"
     )]
@@ -156,13 +159,9 @@ pub fn from_json_with_key(path: &Path, text: &str, key: Option<&Key>) -> Result<
     }
     let env: Envelope =
         serde_json::from_value(v).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
-    for step in &env.plan.steps {
-        if step.argv != step.command.argv() {
-            return Err(PlanFileError::Malformed {
-                path: p,
-                reason: format!("step {} has an argv that does not match its command", step.number),
-            });
-        }
+    let problems = super::check::step_problems(&env.plan);
+    if !problems.is_empty() {
+        return Err(PlanFileError::Unsound { path: p, problems });
     }
     Ok(env.plan)
 }

@@ -5,6 +5,7 @@
 //! No I/O except `file::{read, write}`; nothing here prints or spawns processes.
 
 pub mod build;
+pub mod check;
 pub mod file;
 pub mod lints;
 pub mod target;
