@@ -789,3 +789,53 @@ fn doctor_repairs_default_qos_outside_the_list() {
     let (_, after) = doctor_findings(&site.cluster);
     assert!(after.is_empty(), "findings left on {cl}: {after:?}");
 }
+
+/// Users leaving with partition rows under their DefaultAccount. slurmdbd marks the default
+/// per row: rex's two `dr_ha` rows are both marked (`set defaultaccount`), sid's `dr_ha`
+/// partition row, added later, is not. 24.11 refuses removing marked rows while the user
+/// keeps any other row, 22.05 refuses one command removing marked and unmarked rows of a
+/// user: the plan removes the other accounts' rows, then unmarked rows one by one, then all
+/// of the DefaultAccount's rows at once (`delete user ... account=A` without a partition).
+/// tia moves to `dr_hb` and leaves both `dr_ha` rows in one command.
+#[test]
+fn users_with_partition_rows_under_their_default_leave_cleanly() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("drow");
+    let c = format!("cluster={}", site.cluster);
+    seed(&["add", "account", "dr_ha,dr_hb", &c]);
+    for u in ["rex", "sid", "tia"] {
+        seed(&["add", "user", u, "account=dr_ha", &c]);
+        seed(&["add", "user", u, "account=dr_ha", "partition=gpu", &c]);
+        seed(&["add", "user", u, "account=dr_hb", &c]);
+    }
+    for u in ["rex", "tia"] {
+        seed(&["modify", "user", "where", &format!("name={u}"), &c, "set", "defaultaccount=dr_hb"]);
+        seed(&["modify", "user", "where", &format!("name={u}"), &c, "set", "defaultaccount=dr_ha"]);
+    }
+    let d = defaults(&site.cluster);
+    assert_eq!(d.iter().filter(|r| *r == "rex|dr_ha").count(), 2, "{d:?}");
+    assert_eq!(d.iter().filter(|r| *r == "sid|dr_ha").count(), 1, "{d:?}");
+    // the state as it is reads and plans empty against its export
+    let e = slurmplan(&["export"]);
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    let yaml = "version: 1\nmanaged:\n  prefixes: [dr_]\nclusters:\n  CLUSTER:\n    accounts:\n      dr_ha:\n        users: [uma]\n      dr_hb:\n        users: [uma, tia]\n";
+    let r = site.converge(yaml);
+    assert!(
+        r.stderr.contains(&format!("delete user where name=rex,sid account=dr_ha cluster={}\n", site.cluster)),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!("delete user where name=sid account=dr_ha cluster={} partition=gpu", site.cluster)),
+        "{}",
+        r.stderr
+    );
+    let rows = assocs(&site.cluster);
+    for u in ["rex", "sid"] {
+        assert!(!rows.iter().any(|r| r.split('|').nth(1) == Some(u)), "{u} left rows: {rows:#?}");
+    }
+    assert!(defaults(&site.cluster).contains(&"tia|dr_hb".to_string()), "{:?}", defaults(&site.cluster));
+    assert!(!rows.iter().any(|r| r.starts_with("dr_ha|tia|")), "{rows:#?}");
+}
