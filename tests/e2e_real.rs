@@ -576,7 +576,8 @@ fn default_account_with_partition_rows_reads_and_converges() {
     seed(&["add", "user", "pat", "account=pr_a", "partition=p1,p2", &c]);
     seed(&["add", "user", "pat", "account=pr_b", &c]);
     let pat_rows = |d: &[String]| d.iter().filter(|r| *r == "pat|pr_a").count();
-    assert_eq!(pat_rows(&defaults(&site.cluster)), 2, "{:?}", defaults(&site.cluster));
+    // 22.05 marks both new rows; 24.11 was seen marking both or only the first
+    assert!((1..=2).contains(&pat_rows(&defaults(&site.cluster))), "{:?}", defaults(&site.cluster));
     for args in [&["dump", "-o", dir_str(&site.path("snap"))][..], &["export"]] {
         let r = slurmplan(args);
         assert_eq!(r.code, 0, "{args:?}:\n{}\n{}", r.stdout, r.stderr);
@@ -838,4 +839,32 @@ fn users_with_partition_rows_under_their_default_leave_cleanly() {
     }
     assert!(defaults(&site.cluster).contains(&"tia|dr_hb".to_string()), "{:?}", defaults(&site.cluster));
     assert!(!rows.iter().any(|r| r.starts_with("dr_ha|tia|")), "{rows:#?}");
+}
+
+/// Some, not all, of a user's marked rows under its DefaultAccount go while the user stays
+/// there: vic (with another account) has its default moved away for the removal and back;
+/// wes (no other account) leaves the account at once and gets the row that stays back.
+/// apply's verify compares the model's per-row marks with a re-read.
+#[test]
+fn a_marked_default_row_goes_while_the_user_stays() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("mrow");
+    let c = format!("cluster={}", site.cluster);
+    seed(&["add", "account", "mr_a,mr_b", &c]);
+    seed(&["add", "user", "vic,wes", "account=mr_a", "partition=p1,p2", &c]);
+    seed(&["add", "user", "vic", "account=mr_b", &c]);
+    // 22.05 marks both new rows of each user, 24.11 only the first (p1): the read tells
+    let marked = defaults(&site.cluster).iter().filter(|r| r.ends_with("|mr_a")).count();
+    assert!(marked == 4 || marked == 2, "{:?}", defaults(&site.cluster));
+    let yaml = "version: 1\nmanaged:\n  prefixes: [mr_]\nclusters:\n  CLUSTER:\n    accounts:\n      mr_a:\n        users:\n          - {name: vic, partition: p2}\n          - {name: wes, partition: p2, max_jobs: 3}\n      mr_b:\n        users: [vic]\n";
+    let r = site.converge(yaml);
+    assert!(r.stderr.contains("set defaultaccount=mr_b"), "{}", r.stderr);
+    let rows = assocs(&site.cluster);
+    for gone in ["mr_a|vic|p1|", "mr_a|wes|p1|"] {
+        assert!(!rows.iter().any(|r| r.starts_with(gone)), "{gone}: {rows:#?}");
+    }
+    let d = defaults(&site.cluster);
+    assert!(d.contains(&"vic|mr_a".to_string()) && d.contains(&"wes|mr_a".to_string()), "{d:?}");
 }

@@ -1010,8 +1010,8 @@ fn user_removals(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<
 /// Some, not all, of a user's marked rows under its DefaultAccount go, and the user stays
 /// there: slurmdbd refuses removing a marked row while the user keeps others (24.11). With
 /// another account that stays, the default moves there for the removal and back (which marks
-/// the rows left); without one, all the user's rows under the account go at once and the
-/// ones that stay are added back with their settings.
+/// the rows left); without one, all the user's rows under the account go (unmarked ones
+/// first) and the ones that stay are added back with their settings.
 fn remove_marked_rows(
     b: &mut Builder<'_>,
     cname: &Name,
@@ -1054,10 +1054,30 @@ fn remove_marked_rows(
         .filter(|(k, _)| &k.user == user && !partitions.contains(&k.partition))
         .map(|(k, a)| (k.clone(), a.clone()))
         .collect();
-    let objects =
-        c.users_of_account(account).filter(|(k, _)| &k.user == user).map(|(k, _)| user_addr(cname, k)).collect();
+    // Unmarked rows first (22.05 refuses one command with both kinds), then the marked ones.
+    let unmarked: Vec<UserKey> = c
+        .users_of_account(account)
+        .filter(|(k, _)| &k.user == user && c.unmarked.contains(*k))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let marked: Vec<String> = c
+        .users_of_account(account)
+        .filter(|(k, _)| &k.user == user && !c.unmarked.contains(*k))
+        .map(|(k, _)| user_addr(cname, k))
+        .collect();
+    let note = Some("all rows go and the ones that stay are added back");
+    for k in unmarked {
+        let objects = vec![user_addr(cname, &k)];
+        let cmd = Command::DeleteUser {
+            cluster: cname.clone(),
+            users: users.clone(),
+            account: account.clone(),
+            partition: k.partition,
+        };
+        b.emit(Phase::UserRemove, cmd, objects, note)?;
+    }
     let cmd = Command::DeleteUserAll { cluster: cname.clone(), users: users.clone(), account: account.clone() };
-    b.emit(Phase::UserRemove, cmd, objects, Some("all rows at once; the ones that stay are added back"))?;
+    b.emit(Phase::UserRemove, cmd, marked, note)?;
     for (k, assoc) in kept {
         let command = Command::AddUser {
             cluster: cname.clone(),
