@@ -576,7 +576,8 @@ fn default_account_with_partition_rows_reads_and_converges() {
     seed(&["add", "user", "pat", "account=pr_a", "partition=p1,p2", &c]);
     seed(&["add", "user", "pat", "account=pr_b", &c]);
     let pat_rows = |d: &[String]| d.iter().filter(|r| *r == "pat|pr_a").count();
-    assert_eq!(pat_rows(&defaults(&site.cluster)), 2, "{:?}", defaults(&site.cluster));
+    // 22.05 marks both new rows; 24.11 was seen marking both or only the first
+    assert!((1..=2).contains(&pat_rows(&defaults(&site.cluster))), "{:?}", defaults(&site.cluster));
     for args in [&["dump", "-o", dir_str(&site.path("snap"))][..], &["export"]] {
         let r = slurmplan(args);
         assert_eq!(r.code, 0, "{args:?}:\n{}\n{}", r.stdout, r.stderr);
@@ -861,4 +862,82 @@ fn saved_plan_survives_unrelated_writes_only() {
     let r = slurmplan(&["apply", dir_str(&planfile)]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("stale"), "{}", r.stderr);
+}
+
+/// Users leaving with partition rows under their DefaultAccount. slurmdbd marks the default
+/// per row: rex's two `dr_ha` rows are both marked (`set defaultaccount`), sid's `dr_ha`
+/// partition row, added later, is not. 24.11 refuses removing marked rows while the user
+/// keeps any other row, 22.05 refuses one command removing marked and unmarked rows of a
+/// user: the plan removes the other accounts' rows, then unmarked rows one by one, then all
+/// of the DefaultAccount's rows at once (`delete user ... account=A` without a partition).
+/// tia moves to `dr_hb` and leaves both `dr_ha` rows in one command.
+#[test]
+fn users_with_partition_rows_under_their_default_leave_cleanly() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("drow");
+    let c = format!("cluster={}", site.cluster);
+    seed(&["add", "account", "dr_ha,dr_hb", &c]);
+    for u in ["rex", "sid", "tia"] {
+        seed(&["add", "user", u, "account=dr_ha", &c]);
+        seed(&["add", "user", u, "account=dr_ha", "partition=gpu", &c]);
+        seed(&["add", "user", u, "account=dr_hb", &c]);
+    }
+    for u in ["rex", "tia"] {
+        seed(&["modify", "user", "where", &format!("name={u}"), &c, "set", "defaultaccount=dr_hb"]);
+        seed(&["modify", "user", "where", &format!("name={u}"), &c, "set", "defaultaccount=dr_ha"]);
+    }
+    let d = defaults(&site.cluster);
+    assert_eq!(d.iter().filter(|r| *r == "rex|dr_ha").count(), 2, "{d:?}");
+    assert_eq!(d.iter().filter(|r| *r == "sid|dr_ha").count(), 1, "{d:?}");
+    // the state as it is reads and plans empty against its export
+    let e = slurmplan(&["export"]);
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    let yaml = "version: 1\nmanaged:\n  prefixes: [dr_]\nclusters:\n  CLUSTER:\n    accounts:\n      dr_ha:\n        users: [uma]\n      dr_hb:\n        users: [uma, tia]\n";
+    let r = site.converge(yaml);
+    assert!(
+        r.stderr.contains(&format!("delete user where name=rex,sid account=dr_ha cluster={}\n", site.cluster)),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!("delete user where name=sid account=dr_ha cluster={} partition=gpu", site.cluster)),
+        "{}",
+        r.stderr
+    );
+    let rows = assocs(&site.cluster);
+    for u in ["rex", "sid"] {
+        assert!(!rows.iter().any(|r| r.split('|').nth(1) == Some(u)), "{u} left rows: {rows:#?}");
+    }
+    assert!(defaults(&site.cluster).contains(&"tia|dr_hb".to_string()), "{:?}", defaults(&site.cluster));
+    assert!(!rows.iter().any(|r| r.starts_with("dr_ha|tia|")), "{rows:#?}");
+}
+
+/// Some, not all, of a user's marked rows under its DefaultAccount go while the user stays
+/// there: vic (with another account) has its default moved away for the removal and back;
+/// wes (no other account) leaves the account at once and gets the row that stays back.
+/// apply's verify compares the model's per-row marks with a re-read.
+#[test]
+fn a_marked_default_row_goes_while_the_user_stays() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("mrow");
+    let c = format!("cluster={}", site.cluster);
+    seed(&["add", "account", "mr_a,mr_b", &c]);
+    seed(&["add", "user", "vic,wes", "account=mr_a", "partition=p1,p2", &c]);
+    seed(&["add", "user", "vic", "account=mr_b", &c]);
+    // 22.05 marks both new rows of each user, 24.11 only the first (p1): the read tells
+    let marked = defaults(&site.cluster).iter().filter(|r| r.ends_with("|mr_a")).count();
+    assert!(marked == 4 || marked == 2, "{:?}", defaults(&site.cluster));
+    let yaml = "version: 1\nmanaged:\n  prefixes: [mr_]\nclusters:\n  CLUSTER:\n    accounts:\n      mr_a:\n        users:\n          - {name: vic, partition: p2}\n          - {name: wes, partition: p2, max_jobs: 3}\n      mr_b:\n        users: [vic]\n";
+    let r = site.converge(yaml);
+    assert!(r.stderr.contains("set defaultaccount=mr_b"), "{}", r.stderr);
+    let rows = assocs(&site.cluster);
+    for gone in ["mr_a|vic|p1|", "mr_a|wes|p1|"] {
+        assert!(!rows.iter().any(|r| r.starts_with(gone)), "{gone}: {rows:#?}");
+    }
+    let d = defaults(&site.cluster);
+    assert!(d.contains(&"vic|mr_a".to_string()) && d.contains(&"wes|mr_a".to_string()), "{d:?}");
 }

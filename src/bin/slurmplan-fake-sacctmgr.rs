@@ -500,15 +500,27 @@ fn success_text(cmd: &Command, st: &State) -> String {
         Command::DeleteUser { cluster, users, account, partition } => {
             s.push_str(" Deleting user associations...\n");
             for u in users {
-                let _ = write!(s, "  C = {:<10} A = {:<10} U = {:<9}", cluster.as_str(), account.as_str(), u.as_str());
-                if let Some(p) = partition {
-                    let _ = write!(s, " P = {p}");
+                deleted_line(&mut s, cluster, account, u, partition.as_ref());
+            }
+        }
+        Command::DeleteUserAll { cluster, users, account } => {
+            s.push_str(" Deleting user associations...\n");
+            if let Some(c) = st.clusters.get(cluster) {
+                for (k, _) in c.users_of_account(account).filter(|(k, _)| users.contains(&k.user)) {
+                    deleted_line(&mut s, cluster, account, &k.user, k.partition.as_ref());
                 }
-                s.push('\n');
             }
         }
     }
     s
+}
+
+fn deleted_line(s: &mut String, cluster: &Name, account: &Name, user: &Name, partition: Option<&Name>) {
+    let _ = write!(s, "  C = {:<10} A = {:<10} U = {:<9}", cluster.as_str(), account.as_str(), user.as_str());
+    if let Some(p) = partition {
+        let _ = write!(s, " P = {p}");
+    }
+    s.push('\n');
 }
 
 const DEFQOS_HEAD: &str = " These associations don't have access to their default qos.\n Please give them access before they the default can be set to this.\n";
@@ -566,7 +578,7 @@ fn injected_defqos_rejection(cmd: &Command, st: &State) -> String {
                 s.push_str(&defqos_line(def_of(account).as_str(), &cluster, account, Some((u, partition.as_ref()))));
             }
         }
-        Command::SetDefaultAccount { account, users, .. } => {
+        Command::SetDefaultAccount { account, users, .. } | Command::DeleteUserAll { account, users, .. } => {
             for u in users {
                 s.push_str(&defqos_line(def_of(account).as_str(), &cluster, account, Some((u, None))));
             }
@@ -676,7 +688,9 @@ fn failure(cmd: &Command, before: &State, after: &State, e: &SimError) -> Reply 
         {
             reply(NOTHING_MODIFIED, "", 1)
         }
-        Command::DeleteUser { cluster, account, .. } if msg.contains("dangling") => {
+        Command::DeleteUser { cluster, account, .. } | Command::DeleteUserAll { cluster, account, .. }
+            if msg.contains("dangling") || msg.contains("keeps other associations") =>
+        {
             let u = msg.split('`').nth(1).unwrap_or("");
             reply(
                 "",
@@ -688,7 +702,9 @@ fn failure(cmd: &Command, before: &State, after: &State, e: &SimError) -> Reply 
                 1,
             )
         }
-        Command::DeleteUser { .. } if msg.starts_with("no user association") => reply(NOTHING_DELETED, "", 1),
+        Command::DeleteUser { .. } | Command::DeleteUserAll { .. } if msg.starts_with("no user association") => {
+            reply(NOTHING_DELETED, "", 1)
+        }
         Command::DeleteAccount { .. } if msg.starts_with("no account") => reply(NOTHING_DELETED, "", 1),
         // Rules real 22.05 does not enforce (it would cascade or leave the database broken):
         // the fake refuses with its own words.

@@ -189,7 +189,7 @@ fn build(tree: &[Acct], users: &BTreeMap<UserKey, Assoc>) -> State {
     for k in users.keys() {
         defaults.entry(k.user.clone()).or_insert_with(|| k.account.clone());
     }
-    let cluster = ClusterState { accounts, users: users.clone(), defaults };
+    let cluster = ClusterState { accounts, users: users.clone(), defaults, ..Default::default() };
     let mut state = State::default();
     state.clusters.insert(n("big"), cluster);
     for name in ["normal", "paused", "downscaled"] {

@@ -249,7 +249,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             broken.extend(broken_users);
             (users, index, defaults, broken)
         });
-        let mut new = ClusterState { accounts, users, defaults: BTreeMap::new() };
+        let mut new = ClusterState { accounts, users, ..Default::default() };
         for (user, want) in &dc.defaults {
             if !index.contains_key(user) {
                 errors.push(

@@ -301,7 +301,8 @@ fn values_tres_and_limits() {
     let d = load(&ok).unwrap();
     let a = &d.clusters[&n("c")].accounts[&n("hpc")].assoc.limits;
     assert_eq!(a.grp_tres["mem"], 1024 * 1024);
-    assert_eq!(a.grp_tres["billing"], 1024);
+    // as sacctmgr reads it: a count times 1024 per step (mem counts MiB)
+    assert_eq!(a.grp_tres["billing"], 1 << 30);
     assert_eq!(a.fairshare, Some(Fairshare::Shares(0)));
 }
 

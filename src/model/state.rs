@@ -413,6 +413,12 @@ pub struct ClusterState {
     pub users: BTreeMap<UserKey, Assoc>,
     /// Each user's DefaultAccount on this cluster (users with none are absent).
     pub defaults: BTreeMap<Name, Name>,
+    /// User associations under their user's DefaultAccount that do not carry slurmdbd's
+    /// default mark. slurmdbd marks the default per association row: `modify user set
+    /// defaultaccount=A` and a new user's first `add user` mark every row of (user, A), but a
+    /// row added later under the default is not marked. Which rows are marked decides what a
+    /// removal does (docs/planning.md); usually empty.
+    pub unmarked: BTreeSet<UserKey>,
 }
 
 impl ClusterState {

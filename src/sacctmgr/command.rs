@@ -427,6 +427,14 @@ pub enum Command {
         account: Name,
         partition: Option<Name>,
     },
+    /// Every association of `users` under `account` (all partitions) in one command: no
+    /// partition clause. Slurm 24.11 removes rows of a user's DefaultAccount only when the
+    /// user's rows go together (docs/planning.md).
+    DeleteUserAll {
+        cluster: Name,
+        users: Vec<Name>,
+        account: Name,
+    },
 }
 
 fn names(v: &[Name]) -> String {
@@ -571,6 +579,14 @@ impl Command {
                 push(&format!("cluster={cluster}"));
                 push(&format!("partition={}", partition.as_ref().map(Name::as_str).unwrap_or("")));
             }
+            Command::DeleteUserAll { cluster, users, account } => {
+                push("delete");
+                push("user");
+                push("where");
+                push(&format!("name={}", names(users)));
+                push(&format!("account={account}"));
+                push(&format!("cluster={cluster}"));
+            }
         }
         a
     }
@@ -588,7 +604,8 @@ impl Command {
             Command::AddUser { users, .. }
             | Command::ModifyUser { users, .. }
             | Command::SetDefaultAccount { users, .. }
-            | Command::DeleteUser { users, .. } => users,
+            | Command::DeleteUser { users, .. }
+            | Command::DeleteUserAll { users, .. } => users,
             Command::Reparent { .. } => &[],
         }
     }
@@ -607,7 +624,8 @@ impl Command {
             Command::AddUser { users, .. }
             | Command::ModifyUser { users, .. }
             | Command::SetDefaultAccount { users, .. }
-            | Command::DeleteUser { users, .. } => *users = objects,
+            | Command::DeleteUser { users, .. }
+            | Command::DeleteUserAll { users, .. } => *users = objects,
             Command::Reparent { .. } => {}
         }
         c
@@ -651,7 +669,8 @@ impl Command {
             | Command::AddUser { cluster, .. }
             | Command::ModifyUser { cluster, .. }
             | Command::SetDefaultAccount { cluster, .. }
-            | Command::DeleteUser { cluster, .. } => Some(cluster),
+            | Command::DeleteUser { cluster, .. }
+            | Command::DeleteUserAll { cluster, .. } => Some(cluster),
         }
     }
 
@@ -659,7 +678,10 @@ impl Command {
     pub fn verb(&self) -> &'static str {
         match self {
             Command::AddQos { .. } | Command::AddAccount { .. } | Command::AddUser { .. } => "add",
-            Command::DeleteQos { .. } | Command::DeleteAccount { .. } | Command::DeleteUser { .. } => "delete",
+            Command::DeleteQos { .. }
+            | Command::DeleteAccount { .. }
+            | Command::DeleteUser { .. }
+            | Command::DeleteUserAll { .. } => "delete",
             _ => "modify",
         }
     }
@@ -917,8 +939,10 @@ impl Command {
                 let users = parse_names(w.kv("name")?, NameKind::User)?;
                 let account = parse_name(w.kv("account")?, NameKind::Account)?;
                 let cluster = parse_name(w.kv("cluster")?, NameKind::Cluster)?;
-                let partition = opt_partition(w.kv("partition")?)?;
-                Command::DeleteUser { cluster, users, account, partition }
+                match w.opt_kv("partition") {
+                    Some(p) => Command::DeleteUser { cluster, users, account, partition: opt_partition(p)? },
+                    None => Command::DeleteUserAll { cluster, users, account },
+                }
             }
             (v, e) => return Err(format!("unknown command `{v} {e}`")),
         };
@@ -1028,7 +1052,9 @@ mod tests {
             },
             Command::ModifyUser { cluster: c.clone(), users: vec![n("u")], account: n("p"), partition: None, set },
             Command::SetDefaultAccount { cluster: c.clone(), users: vec![n("u"), n("v")], account: n("p") },
-            Command::DeleteUser { cluster: c, users: vec![n("u")], account: n("p"), partition: Some(n("gpu")) },
+            Command::DeleteUser { cluster: c.clone(), users: vec![n("u")], account: n("p"), partition: Some(n("gpu")) },
+            Command::DeleteUser { cluster: c.clone(), users: vec![n("u")], account: n("p"), partition: None },
+            Command::DeleteUserAll { cluster: c, users: vec![n("u"), n("v")], account: n("p") },
         ];
         for cmd in cmds {
             assert_eq!(Command::from_argv(&cmd.argv()), Ok(cmd.clone()), "{}", cmd.argv().join(" "));

@@ -110,8 +110,11 @@ mod col {
     pub const DEFAULT_QOS: usize = 17;
 }
 
-/// Columns of `defaults.txt`.
-pub const DEFAULT_COLUMNS: &[&str] = &["Cluster", "User", "Account"];
+/// Columns of `defaults.txt`: one row per association row that carries the default mark.
+pub const DEFAULT_COLUMNS: &[&str] = &["Cluster", "User", "Account", "Partition"];
+/// The columns of `defaults.txt` in snapshots taken before the partition was read: every row
+/// of (user, DefaultAccount) then counts as marked.
+const DEFAULT_COLUMNS_V1: &[&str] = &["Cluster", "User", "Account"];
 /// Columns of `accounts-descr.txt` (free text last).
 pub const DESCR_COLUMNS: &[&str] = &["Account", "Description"];
 /// Columns of `accounts-org.txt` (free text last).
@@ -884,27 +887,37 @@ impl ClusterBuilder {
                     AccountGraph::default()
                 }
             };
-            out.insert(cluster.clone(), ClusterState { accounts, users, defaults: BTreeMap::new() });
+            out.insert(cluster.clone(), ClusterState { accounts, users, ..Default::default() });
         }
         out
     }
 }
 
-/// Parse `defaults.txt` (Cluster|User|Account) into `clusters[c].defaults`.
+/// One row of `defaults.txt`: (user, line, account, partition).
+type DefaultRow = (Name, usize, Name, Option<Name>);
+
+/// Parse `defaults.txt` (Cluster|User|Account|Partition, or the older Cluster|User|Account)
+/// into `clusters[c].defaults` and `clusters[c].unmarked`.
 pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>) -> Vec<Diagnostic> {
-    let (rows, mut diags) = parse_rows(src, DEFAULT_COLUMNS, false);
-    let layout = Layout::new(DEFAULT_COLUMNS, DEFAULT_COLUMNS);
+    let first = src.text.lines().next().unwrap_or("");
+    let columns =
+        if first.split('|').count() == DEFAULT_COLUMNS_V1.len() { DEFAULT_COLUMNS_V1 } else { DEFAULT_COLUMNS };
+    let with_partition = columns.len() == DEFAULT_COLUMNS.len();
+    let (rows, mut diags) = parse_rows(src, columns, false);
+    let layout = Layout::new(DEFAULT_COLUMNS, columns);
     // Rows come grouped by cluster: reuse the previous row's cluster name.
     let mut last_cluster: Option<(&str, Name)> = None;
-    // (user, line, account) per cluster; one sort and bulk build per cluster (sacctmgr prints
-    // them sorted, so the sort is one pass) instead of two hundred thousand inserts.
-    let mut per: BTreeMap<Name, Vec<(Name, usize, Name)>> = BTreeMap::new();
+    // (user, line, account, partition) per cluster; one sort and bulk build per cluster
+    // (sacctmgr prints them sorted, so the sort is one pass) instead of two hundred thousand
+    // inserts.
+    let mut per: BTreeMap<Name, Vec<DefaultRow>> = BTreeMap::new();
     for row in &rows {
         let mut c = Cells { src, row, layout: &layout, diags: &mut diags };
-        let (Some(cluster), Some(user), Some(account)) = (
+        let (Some(cluster), Some(user), Some(account), Some(partition)) = (
             c.name_cached(0, NameKind::Cluster, &mut last_cluster),
             c.name(1, NameKind::User),
             c.name(2, NameKind::Account),
+            c.get(3, |s| opt_name(s, NameKind::Partition)),
         ) else {
             continue;
         };
@@ -915,13 +928,14 @@ pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>)
             );
             continue;
         }
-        per.entry(cluster).or_default().push((user, row.line, account));
+        per.entry(cluster).or_default().push((user, row.line, account, partition));
     }
     for (cluster, mut list) in per {
         list.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-        // slurmdbd marks the default on every association row of (user, account): a user with
-        // partition rows under its DefaultAccount is listed once per row. Identical repeats are
-        // one default; two different accounts are a data problem.
+        let cs = clusters.get_mut(&cluster).expect("checked above");
+        // slurmdbd marks the default on every association row of (user, account): a user
+        // with partition rows under its DefaultAccount is listed once per marked row.
+        let mut marked: BTreeSet<UserKey> = BTreeSet::new();
         list.dedup_by(|later, first| {
             let same = later.0 == first.0;
             if same && later.2 != first.2 {
@@ -934,10 +948,25 @@ pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>)
                     ),
                 ));
             }
+            if same && later.2 == first.2 {
+                marked.insert(UserKey { account: later.2.clone(), user: later.0.clone(), partition: later.3.take() });
+            }
             same
         });
-        let cs = clusters.get_mut(&cluster).expect("checked above");
-        cs.defaults = list.into_iter().map(|(user, _, account)| (user, account)).collect();
+        if with_partition {
+            marked.extend(list.iter_mut().map(|(user, _, account, partition)| UserKey {
+                account: account.clone(),
+                user: user.clone(),
+                partition: partition.take(),
+            }));
+            // The rows of (user, DefaultAccount) that are not listed carry no mark.
+            for (user, _, account, _) in &list {
+                let lo = UserKey { account: account.clone(), user: user.clone(), partition: None };
+                let rows = cs.users.range(lo..).take_while(|(k, _)| &k.account == account && &k.user == user);
+                cs.unmarked.extend(rows.filter(|(k, _)| !marked.contains(*k)).map(|(k, _)| k.clone()));
+            }
+        }
+        cs.defaults = list.into_iter().map(|(user, _, account, _)| (user, account)).collect();
     }
     diags
 }
@@ -1184,7 +1213,18 @@ pub fn write_state(state: &State) -> RawReads {
             assocs.push(cells.join("|"));
         }
         for (user, account) in &cs.defaults {
-            defaults.push(format!("{cname}|{user}|{account}"));
+            // one row per marked association row of (user, DefaultAccount), as slurmdbd prints
+            let lo = UserKey { account: account.clone(), user: user.clone(), partition: None };
+            let mut any = false;
+            for (k, _) in cs.users.range(lo..).take_while(|(k, _)| &k.account == account && &k.user == user) {
+                any = true;
+                if !cs.unmarked.contains(k) {
+                    defaults.push(format!("{cname}|{user}|{account}|{}", opt_to_string(&k.partition)));
+                }
+            }
+            if !any {
+                defaults.push(format!("{cname}|{user}|{account}|"));
+            }
         }
     }
     let descr = state.accounts.iter().map(|(n, r)| format!("{n}|{}", r.description.as_deref().unwrap_or(""))).collect();

@@ -56,8 +56,8 @@ pub const READS: &[Read] = &[
     },
     Read {
         file: DEFAULTS,
-        args: &["-n", "-P", "show", "assoc", "onlydefaults", "format=Cluster,User,Account"],
-        what: "each user's DefaultAccount per cluster",
+        args: &["-n", "-P", "show", "assoc", "onlydefaults", "format=Cluster,User,Account,Partition"],
+        what: "each user's DefaultAccount per cluster (one row per association row marked default)",
     },
     Read {
         file: ACCOUNTS_DESCR,

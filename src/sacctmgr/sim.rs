@@ -228,10 +228,16 @@ impl Sim {
                 // association becomes its default unless the command names one (which then
                 // becomes the default of every user listed, new or not).
                 for u in users {
+                    // A row added under an existing user's DefaultAccount is not marked
+                    // default; a new user's default rows all are.
+                    let had_default = c.defaults.get(u).cloned();
                     for a in &accounts {
                         let key = UserKey { account: (*a).clone(), user: u.clone(), partition: partition.clone() };
                         if c.users.contains_key(&key) {
                             return err(format!("user association {} already exists (a no-op)", show_key(&key)));
+                        }
+                        if had_default.as_ref() == Some(*a) {
+                            c.unmarked.insert(key.clone());
                         }
                         c.users.insert(key, assoc.clone());
                         c.defaults.entry(u.clone()).or_insert_with(|| (*a).clone());
@@ -239,6 +245,9 @@ impl Sim {
                     }
                     if let Some(d) = default_account {
                         c.defaults.insert(u.clone(), d.clone());
+                    }
+                    if had_default.as_ref() != c.defaults.get(u) {
+                        c.unmarked.retain(|k| &k.user != u);
                     }
                 }
                 for a in &accounts {
@@ -283,41 +292,112 @@ impl Sim {
                         ));
                     }
                     c.defaults.insert(u.clone(), account.clone());
+                    // every row of (user, account) is marked now
+                    c.unmarked.retain(|k| &k.user != u);
                 }
             }
             Command::DeleteUser { cluster, users, account, partition } => {
-                let c = self.cluster_mut(cluster)?;
-                for u in users {
-                    let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
-                    if c.users.remove(&key).is_none() {
+                self.delete_user_rows(cluster, users, account, Some(partition.as_ref()))?;
+            }
+            Command::DeleteUserAll { cluster, users, account } => {
+                self.delete_user_rows(cluster, users, account, None)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Sim {
+    /// Remove the association rows of `users` under `account`: the row of `partition`, or
+    /// (`None`) every row (no partition clause). slurmdbd's rules on a user's DefaultAccount,
+    /// which it marks per row (see `ClusterState::unmarked`):
+    /// - 24.11 refuses removing a marked row while the user keeps any other row on the cluster
+    ///   (22.05 lets it through and leaves the DefaultAccount empty: refused here too);
+    /// - 22.05 refuses a command that removes both marked and unmarked rows of one user, even
+    ///   its last ones (24.11 accepts it: refused here too);
+    /// - removing a user's last row removes the user, and its DefaultAccount with it.
+    fn delete_user_rows(
+        &mut self,
+        cluster: &Name,
+        users: &[Name],
+        account: &Name,
+        partition: Option<Option<&Name>>,
+    ) -> Result<(), SimError> {
+        let c = self.cluster_mut(cluster)?;
+        let mut rows: Vec<(Name, Vec<UserKey>, usize)> = Vec::with_capacity(users.len());
+        for u in users {
+            let keys: Vec<UserKey> = match partition {
+                Some(p) => {
+                    let key = UserKey { account: account.clone(), user: u.clone(), partition: p.cloned() };
+                    if !c.users.contains_key(&key) {
                         return err(format!("no user association {} (a no-op)", show_key(&key)));
                     }
+                    vec![key]
                 }
-                if let Some(counts) = self.user_assocs.as_mut().and_then(|all| all.get_mut(cluster)) {
-                    for u in users {
-                        if let Some(n) = counts.get_mut(u) {
-                            *n -= 1;
-                        }
+                None => {
+                    let lo = UserKey { account: account.clone(), user: u.clone(), partition: None };
+                    let keys: Vec<UserKey> = c
+                        .users
+                        .range(lo..)
+                        .take_while(|(k, _)| &k.account == account && &k.user == u)
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    if keys.is_empty() {
+                        return err(format!("no user association `{u}@{account}` (a no-op)"));
                     }
+                    keys
                 }
-                for u in users {
-                    // A user that keeps the association of its DefaultAccount keeps some
-                    // association: nothing to settle (the common case; no counting needed).
-                    let c = self.cluster_mut(cluster)?;
-                    if c.defaults.get(u).is_some_and(|d| c.is_associated(u, d)) {
-                        continue;
-                    }
-                    let left = self.counts().get(cluster).and_then(|m| m.get(u)).copied().unwrap_or(0);
-                    let c = self.cluster_mut(cluster)?;
-                    if left == 0 {
-                        // slurmdbd removes a user with its last association.
-                        c.defaults.remove(u);
-                    } else if c.defaults.get(u) == Some(account) {
-                        return err(format!(
-                            "removing `{u}` from `{account}` on `{cluster}` would leave its DefaultAccount dangling"
-                        ));
-                    }
+            };
+            let marked =
+                keys.iter().filter(|k| c.defaults.get(u) == Some(&k.account) && !c.unmarked.contains(*k)).count();
+            rows.push((u.clone(), keys, marked));
+        }
+        for (u, keys, marked) in &rows {
+            if *marked == 0 {
+                continue;
+            }
+            let total = self.counts().get(cluster).and_then(|m| m.get(u)).copied().unwrap_or(0);
+            if total > keys.len() {
+                return err(format!(
+                    "removing rows of `{u}`'s DefaultAccount `{account}` on `{cluster}` while it keeps other associations (24.11 refuses it; 22.05 leaves the DefaultAccount empty)"
+                ));
+            }
+            if *marked < keys.len() {
+                return err(format!(
+                    "removing rows of `{u}`'s DefaultAccount `{account}` on `{cluster}` that are marked default together with rows that are not (22.05 refuses it)"
+                ));
+            }
+        }
+        let c = self.cluster_mut(cluster)?;
+        for (_, keys, _) in &rows {
+            for k in keys {
+                c.users.remove(k);
+                c.unmarked.remove(k);
+            }
+        }
+        if let Some(counts) = self.user_assocs.as_mut().and_then(|all| all.get_mut(cluster)) {
+            for (u, keys, _) in &rows {
+                if let Some(n) = counts.get_mut(u) {
+                    *n -= keys.len();
                 }
+            }
+        }
+        for (u, _, _) in &rows {
+            // A user that keeps the association of its DefaultAccount keeps some association:
+            // nothing to settle (the common case; no counting needed).
+            let c = self.cluster_mut(cluster)?;
+            if c.defaults.get(u).is_some_and(|d| c.is_associated(u, d)) {
+                continue;
+            }
+            let left = self.counts().get(cluster).and_then(|m| m.get(u)).copied().unwrap_or(0);
+            let c = self.cluster_mut(cluster)?;
+            if left == 0 {
+                // slurmdbd removes a user with its last association.
+                c.defaults.remove(u);
+            } else if c.defaults.get(u) == Some(account) {
+                return err(format!(
+                    "removing `{u}` from `{account}` on `{cluster}` would leave its DefaultAccount dangling"
+                ));
             }
         }
         Ok(())
@@ -693,10 +773,11 @@ mod tests {
         assert_eq!(default_of(&s, "u"), None);
         s.apply(&delete_user("v", "c")).unwrap();
         assert_eq!(default_of(&s, "v"), None);
-        // The default while another association stays: refused (it would dangle).
+        // The default while another association stays: refused (24.11 refuses; 22.05 would
+        // leave it dangling).
         let mut s = sim();
         let e = s.apply(&delete_user("u", "a")).unwrap_err();
-        assert!(e.0.contains("would leave its DefaultAccount dangling"), "{e}");
+        assert!(e.0.contains("while it keeps other associations"), "{e}");
     }
 
     #[test]
@@ -714,7 +795,7 @@ mod tests {
         assert_eq!(default_of(&s, "v"), None);
         s.apply(&add_user("w", "b")).unwrap();
         let e = s.apply(&delete_user("w", "c")).unwrap_err();
-        assert!(e.0.contains("dangling"), "w keeps b: {e}");
+        assert!(e.0.contains("keeps other associations"), "w keeps b: {e}");
         let mut s2 = sim();
         s2.apply(&add_user("w", "c")).unwrap();
         s2.apply(&delete_user("w", "c")).unwrap();
@@ -722,6 +803,64 @@ mod tests {
         s.apply(&delete_user("u", "b")).unwrap();
         s.apply(&delete_user("u", "a")).unwrap();
         assert_eq!(default_of(&s, "u"), None);
+    }
+
+    #[test]
+    fn the_default_is_marked_per_row_and_removals_follow_slurmdbd() {
+        let part = |user: &str, account: &str, p: &str| Command::AddUser {
+            cluster: n("c1"),
+            users: vec![n(user)],
+            account: n(account),
+            partition: Some(n(p)),
+            set: Default::default(),
+            more_accounts: vec![],
+            default_account: None,
+        };
+        let key = |user: &str, account: &str, p: Option<&str>| UserKey {
+            account: n(account),
+            user: n(user),
+            partition: p.map(n),
+        };
+        let unmarked = |s: &Sim| s.state.clusters[&n("c1")].unmarked.clone();
+        let all = |user: &str, account: &str| Command::DeleteUserAll {
+            cluster: n("c1"),
+            users: vec![n(user)],
+            account: n(account),
+        };
+        // u: a (default) and b; a row added later under a is not marked
+        let mut s = sim();
+        s.apply(&part("u", "a", "gpu")).unwrap();
+        assert_eq!(unmarked(&s), [key("u", "a", Some("gpu"))].into());
+        // a new user's rows are all marked, in one command or not
+        s.apply(&part("w", "c", "gpu")).unwrap();
+        assert!(!unmarked(&s).iter().any(|k| k.user == n("w")));
+        // removing the marked row while u keeps others: refused
+        let e = s.apply(&delete_user("u", "a")).unwrap_err();
+        assert!(e.0.contains("keeps other associations"), "{e}");
+        // moving the default away and back marks every row of (u, a)
+        let set =
+            |account: &str| Command::SetDefaultAccount { cluster: n("c1"), users: vec![n("u")], account: n(account) };
+        s.apply(&set("b")).unwrap();
+        s.apply(&set("a")).unwrap();
+        assert!(unmarked(&s).is_empty());
+        // u leaves: b first (not the default), then both rows of a in one command
+        let e = s.apply(&delete_user("u", "a")).unwrap_err();
+        assert!(e.0.contains("keeps other associations"), "{e}");
+        s.apply(&all("u", "b")).unwrap();
+        s.apply(&all("u", "a")).unwrap();
+        assert_eq!(default_of(&s, "u"), None);
+        // v: c (marked) and c/gpu (not): leaving in one command mixes them (22.05 refuses)
+        let mut s = sim();
+        s.apply(&part("v", "c", "gpu")).unwrap();
+        let e = s.apply(&all("v", "c")).unwrap_err();
+        assert!(e.0.contains("together with rows that are not"), "{e}");
+        // the unmarked row first, then the marked one
+        let gpu =
+            Command::DeleteUser { cluster: n("c1"), users: vec![n("v")], account: n("c"), partition: Some(n("gpu")) };
+        s.apply(&gpu).unwrap();
+        s.apply(&all("v", "c")).unwrap();
+        assert_eq!(default_of(&s, "v"), None);
+        assert!(unmarked(&s).is_empty());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use slurmplan::model::State;
 use slurmplan::plan::make_plan;
 use slurmplan::sacctmgr::command::Command;
-use slurmplan::sacctmgr::sim::{Sim, check_state};
+use slurmplan::sacctmgr::sim::{Sim, check_defaults_parts};
 use slurmplan::sacctmgr::snapshot;
 
 // ------------------------------------------------------------------------------------------
@@ -998,10 +998,36 @@ fn gen_edits(r: &mut Rng, case: &mut Case, pool: &[String], users: &[String], ne
 // Invariants
 // ------------------------------------------------------------------------------------------
 
-/// The rule violations of a state (DefaultQOS outside the list, users with associations and
-/// no or a dangling DefaultAccount, DefaultAccounts without associations), as messages.
+/// Every rule violation of a state, one message each: an association (account or user row)
+/// whose effective DefaultQOS is outside its effective QoS list, a user with associations and
+/// no or a dangling DefaultAccount, a DefaultAccount without associations. (`check_state`
+/// stops at the first per account; a step that repairs one row would then show the next one,
+/// already there before, as new.)
 pub fn violations(s: &State) -> BTreeSet<String> {
-    check_state(s).into_iter().map(|e| e.0).collect()
+    let mut out = BTreeSet::new();
+    for (cname, c) in &s.clusters {
+        for acct in c.accounts.names() {
+            let eff = c.accounts.effective_qos(acct.as_str());
+            let def = c.accounts.effective_default_qos(acct.as_str());
+            if let Some(d) = def
+                && !eff.contains(d)
+            {
+                out.insert(format!("{cname}: account {acct}: DefaultQOS {d} outside its list"));
+            }
+            for (k, a) in c.users_of_account(acct) {
+                let ueff = a.qos.effective(&eff);
+                if let Some(d) = a.default_qos.as_ref().or(def)
+                    && !ueff.contains(d)
+                {
+                    out.insert(format!("{cname}: user row {k:?}: DefaultQOS {d} outside its list"));
+                }
+            }
+        }
+        for e in check_defaults_parts(cname, &c.defaults, &c.user_index()) {
+            out.insert(e.0);
+        }
+    }
+    out
 }
 
 /// Violations in `after` that were not in `before`.

@@ -584,6 +584,16 @@ fn a_default_listed_once_per_association_row_is_one_default() {
     let r = raw("acc\n", &assocs, "acc|pat|ha\nacc|pat|ha\n", "ha|ha\nhb|hb\n", "ha|ha\nhb|hb\n", "");
     let state = parse_state(&r).unwrap_or_else(|d| panic!("{d:?}"));
     assert_eq!(state.clusters[&n("acc")].defaults.get(&n("pat")), Some(&n("ha")));
+    // With the partition column: which rows carry the mark (here only the `gpu` one).
+    let r = raw("acc\n", &assocs, "acc|pat|ha|gpu\n", "ha|ha\nhb|hb\n", "ha|ha\nhb|hb\n", "");
+    let state = parse_state(&r).unwrap_or_else(|d| panic!("{d:?}"));
+    let c = &state.clusters[&n("acc")];
+    assert_eq!(c.defaults.get(&n("pat")), Some(&n("ha")));
+    let plain = UserKey { account: n("ha"), user: n("pat"), partition: None };
+    assert_eq!(c.unmarked, [plain].into());
+    let back = write_state(&state);
+    assert_eq!(back.defaults.text, "acc|pat|ha|gpu\n");
+    assert_eq!(parse_state(&back).unwrap(), state);
     // Two different defaults for one user stay an error, located at the second row.
     let r = raw("acc\n", &assocs, "acc|pat|ha\nacc|pat|ha\nacc|pat|hb\n", "ha|ha\nhb|hb\n", "ha|ha\nhb|hb\n", "");
     let errs = errors_of(parse_state(&r));
