@@ -738,3 +738,23 @@ fn a_connection_cut_short_times_out_and_is_retried() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "the timeout did not end the wait");
     assert!(!out.exists());
 }
+
+#[test]
+fn a_failing_team_request_stops_the_fetch() {
+    let mut w = site();
+    w.teams.remove(&uuid(3));
+    let (_server, tmp, cfg) = setup(w);
+    let out = tmp.path().join("export");
+    let r = run(tmp.path(), &["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--jobs", "3"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "{}/team/?page=1&page_size=100: HTTP 404: No Resource matches the given query.",
+            uuid(3)
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2, "{:?}", names(tmp.path()));
+}

@@ -90,6 +90,9 @@ pub struct ApiArgs {
     /// Items per page of the API's lists (Waldur allows up to 300)
     #[arg(long, default_value_t = 100, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=300))]
     pub page_size: u32,
+    /// Team requests (one per resource) in flight at once
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=32))]
+    pub jobs: u16,
 }
 
 impl ApiArgs {
@@ -100,6 +103,7 @@ impl ApiArgs {
             backoff: Duration::from_secs(1),
             page_size: self.page_size,
             ca_cert: self.ca_cert.clone(),
+            jobs: usize::from(self.jobs),
         }
     }
 }

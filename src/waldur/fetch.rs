@@ -12,7 +12,8 @@
 //! page number is taken from a `next` link, so the token never goes to a host the config does not
 //! name. Every request has a timeout; 5xx, 408, 429, timeouts and broken connections are retried a
 //! bounded number of times with doubling back-off; other statuses fail at once with the API's
-//! `detail`. TLS is always verified (Mozilla's roots, or only the `--ca-cert` file's).
+//! `detail`. The teams (one request per resource) are fetched on a few connections at once.
+//! TLS is always verified (Mozilla's roots, or only the `--ca-cert` file's).
 //! [`staging_dir`] + [`replace_dir`] put a finished export in place in one step.
 //!
 //! This is the one module of `waldur` that uses the network. Must not: print (progress goes to a
@@ -206,6 +207,8 @@ pub struct Options {
     pub page_size: u32,
     /// PEM file of the CA(s) to trust instead of Mozilla's roots.
     pub ca_cert: Option<PathBuf>,
+    /// Team requests in flight at once (at least 1).
+    pub jobs: usize,
 }
 
 /// Reported while fetching (the cli draws it).
@@ -268,7 +271,7 @@ pub fn fetch(
     access: &Access,
     opts: &Options,
     dir: &Path,
-    progress: &mut dyn FnMut(Progress<'_>),
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<Summary, FetchError> {
     let mut tls = ureq::tls::TlsConfig::builder();
     if let Some(path) = &opts.ca_cert {
@@ -314,22 +317,11 @@ pub fn fetch(
             "resources were created or removed during the fetch; run it again",
         ));
     }
-    for (done, uuid) in live.iter().enumerate() {
-        progress(Progress::Teams { done, total: live.len() });
-        let (team, _) = c.list(
-            "team",
-            &format!("marketplace-provider-resources/{uuid}/team/?"),
-            dir,
-            &format!("team-{uuid}"),
-            // a team's pages are not worth a line each; its retries are
-            &mut |p| {
-                if matches!(p, Progress::Retry { .. }) {
-                    progress(p)
-                }
-            },
-        )?;
-        c.summary.members += team.len();
-    }
+    progress(Progress::Teams { done: 0, total: live.len() });
+    let teams = fetch_teams(&c.agent, access, opts, dir, &live, progress)?;
+    c.summary.members += teams.members;
+    c.summary.requests += teams.requests;
+    c.summary.bytes += teams.bytes;
     c.summary.teams = live.len();
     progress(Progress::Teams { done: live.len(), total: live.len() });
     let (users, _) = c.list(
@@ -341,6 +333,80 @@ pub fn fetch(
     )?;
     c.summary.offering_users = users.len();
     Ok(c.summary)
+}
+
+/// The team of each resource in `live`, on `opts.jobs` connections at once (a site with
+/// thousands of allocations makes one request per allocation). The first error stops the
+/// others from starting new requests and is returned.
+fn fetch_teams(
+    agent: &ureq::Agent,
+    access: &Access,
+    opts: &Options,
+    dir: &Path,
+    live: &[String],
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
+) -> Result<Summary, FetchError> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let progress = Mutex::new(progress);
+    let report = |p: Progress<'_>| {
+        if let Ok(mut f) = progress.lock() {
+            f(p)
+        }
+    };
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let error: Mutex<Option<FetchError>> = Mutex::new(None);
+    let failed = || error.lock().map_or(true, |e| e.is_some());
+    let mut total = Summary::default();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..opts.jobs.clamp(1, live.len().max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut c = Client { agent: agent.clone(), access, opts, summary: Summary::default() };
+                    while !failed() {
+                        let Some(uuid) = live.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
+                        let got = c.list(
+                            "team",
+                            &format!("marketplace-provider-resources/{uuid}/team/?"),
+                            dir,
+                            &format!("team-{uuid}"),
+                            // a team's pages are not worth a line each; its retries are
+                            &mut |p| {
+                                if matches!(p, Progress::Retry { .. }) {
+                                    report(p)
+                                }
+                            },
+                        );
+                        match got {
+                            Ok((team, _)) => {
+                                c.summary.members += team.len();
+                                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                                report(Progress::Teams { done: d, total: live.len() });
+                            }
+                            Err(e) => {
+                                if let Ok(mut first) = error.lock() {
+                                    first.get_or_insert(e);
+                                }
+                                break;
+                            }
+                        }
+                    }
+                    c.summary
+                })
+            })
+            .collect();
+        for w in workers {
+            let s = w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            total.members += s.members;
+            total.requests += s.requests;
+            total.bytes += s.bytes;
+        }
+    });
+    match error.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(total),
+    }
 }
 
 fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, FetchError> {
