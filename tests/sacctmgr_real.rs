@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use slurmplan::model::names::{Name, NameKind};
-use slurmplan::model::{Fairshare, QosList, State, UserKey};
+use slurmplan::model::{Fairshare, QosList, UserKey};
 use slurmplan::sacctmgr::parse::{self, RawReads, Source};
 use slurmplan::sacctmgr::reads;
 
@@ -74,10 +74,6 @@ fn raw_with(clusters: &str, assocs: String) -> RawReads {
         accounts_org: Source::new("accounts-org.txt", ""),
         qos: Source::new("qos.txt", ""),
     }
-}
-
-fn messages(r: Result<State, Vec<slurmplan::diag::Diagnostic>>) -> Vec<String> {
-    r.unwrap_err().iter().map(|d| d.to_string()).collect()
 }
 
 #[test]
