@@ -11,7 +11,7 @@
 # six bare sacctmgr reads run one after another, alternating, RUNS times each.
 #
 # usage: bench/live-scale.sh [WORKDIR]        (shares the sites of bench/plan-scale.sh)
-#        SIZES="10k 100k" bench/live-scale.sh  (a subset)
+#        SIZES="10k 100k" bench/live-scale.sh  (a subset; SIZES= skips part 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work="${1:-/tmp/slurmplan-scale}"
@@ -28,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 median() { sort -n | awk '{v[NR]=$1} END {printf "%.2f", v[int((NR+1)/2)]}'; }
 maxcol() { awk -v c="$1" 'BEGIN{m=0} {if ($c>m) m=$c} END {printf "%d", m/1024}'; }
 
-for size in ${SIZES:-10k 100k 1m}; do
+for size in ${SIZES-10k 100k 1m}; do
   set -- ${spec[$size]}
   [ -d "$work/$size" ] || "$GEN" --out "$work/$size" --accounts "$1" --users "$2" --assocs "$3" 2>/dev/null
   fake_dir="$tmp/fake-$size"
@@ -72,8 +72,8 @@ fi
 n=$(sm -n -P show assoc cluster="$cl" format=User | wc -l)
 echo "cluster $cl holds $n associations"
 : >"$tmp/bare"; : >"$tmp/dump"
-for i in $(seq "$runs"); do
-  start=$(date +%s.%N)
+bare() {
+  local start; start=$(date +%s.%N)
   sm -n -P show cluster format=Cluster >/dev/null
   sm -n -P show assoc wopl withrawqos format=Cluster,Account,User,Partition,ParentName,Share,GrpJobs,GrpSubmitJobs,GrpTRES,GrpTRESMins,GrpWall,MaxJobs,MaxSubmitJobs,MaxTRES,MaxTRESMins,MaxWall,QOS,DefaultQOS >/dev/null
   sm -n -P show assoc onlydefaults format=Cluster,User,Account >/dev/null
@@ -81,9 +81,17 @@ for i in $(seq "$runs"); do
   sm -n -P show account format=Account,Organization >/dev/null
   sm -n -P show qos format=Name,Flags,GrpTRESMins,GrpTRES,GrpSubmitJobs,MaxWall,Description >/dev/null
   echo "$(date +%s.%N) - $start" | bc -l >>"$tmp/bare"
+}
+live() {
   rm -rf "$tmp/snapdir"
-  /usr/bin/time -o "$tmp/one" -f "%e %M" "$SP" --sacctmgr "$SACCTMGR" dump -o "$tmp/snapdir" 2>/dev/null
+  # `show assoc onlydefaults` alone takes over a minute at this size on 22.05: a long timeout
+  /usr/bin/time -o "$tmp/one" -f "%e %M" "$SP" --timeout 1200 --sacctmgr "$SACCTMGR" dump -o "$tmp/snapdir" 2>"$tmp/err" ||
+    { cat "$tmp/err" >&2; exit 1; }
   cut -d' ' -f1 "$tmp/one" >>"$tmp/dump"
+}
+for i in $(seq "${RUNS2:-$runs}"); do
+  if [ $((i % 2)) -eq 1 ]; then bare; live; else live; bare; fi
+  echo "  run $i: bare $(tail -1 "$tmp/bare") s, live $(tail -1 "$tmp/dump") s"
 done
 printf "== real 22.05, %s associations: six bare sacctmgr reads one after another median %s s | slurmplan live read (dump) median %s s\n" \
   "$n" "$(median <"$tmp/bare")" "$(median <"$tmp/dump")"

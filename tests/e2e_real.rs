@@ -819,6 +819,15 @@ fn odd_names_round_trip() {
     let r = slurmplan(&["plan", "-d", dir_str(&bad), "--color", "never"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("`|`"), "{}", r.stderr);
+    // export of a scope holding `acc sp` would not load: refused, naming it; a narrower scope works
+    let e = slurmplan(&["export", "--cluster", &s.cluster]);
+    assert_eq!(e.code, 1, "{}", e.stderr);
+    assert!(e.stderr.contains("acc sp") && e.stderr.contains("--managed-prefix"), "{}", e.stderr);
+    let e = slurmplan(&["export", "--cluster", &s.cluster, "--managed-prefix", "n_"]);
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    // leave the shared test bed without names other tests' exports cannot hold
+    seed(&["delete", "user", "where", "name=john@uni.ee,a+b,x:y,ü,sp ace", "account=acc sp", &c]);
+    seed(&["delete", "account", "where", "name=acc sp", &c]);
 }
 
 /// A saved plan stays valid while others write elsewhere on slurmdbd, and is refused when

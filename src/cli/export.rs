@@ -51,6 +51,14 @@ pub fn run(g: &Global, a: ExportArgs) -> Outcome {
     })?;
     let mut w = exported.warnings.clone();
     print_diags(&mut w);
+    // slurmdbd may hold names a desired file cannot (`acc sp`, `a\b`): an export that would
+    // not load is refused here, naming them, rather than printed.
+    if let Err(mut d) = slurmplan::desired::load_str(std::path::Path::new("<export>"), &exported.yaml) {
+        d.retain(|d| d.is_error());
+        print_diags(&mut d);
+        return Err(Failure::new("the managed scope holds names a desired file cannot (above); nothing was exported")
+            .hint("narrow the scope with --managed-root / --managed-prefix to leave those objects out (they are then left as they are), or rename them in slurmdbd"));
+    }
     let mut o = std::io::stdout().lock();
     o.write_all(exported.yaml.as_bytes())
         .and_then(|_| o.flush())
