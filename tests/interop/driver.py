@@ -416,6 +416,9 @@ def main():
     os.makedirs(sys.argv[2], exist_ok=True)
     logging.basicConfig(filename=os.path.join(sys.argv[2], "agent.log"), level=logging.INFO)
     names = sys.argv[3:] or list(VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {unknown}; known: {list(VARIANTS)}")
     for name in names:
         t = time.time()
         print(f"== {name}", flush=True)
