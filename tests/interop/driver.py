@@ -57,7 +57,7 @@ def expected(st):
         ),
         (
             re.compile(r"^modify user where name=\S+ cluster=\S+ set defaultaccount=\S+$"),
-            "the agent left a DefaultAccount that is about to dangle",
+            "the agent's removal left a DefaultAccount dangling",
         ),
     ]
 
