@@ -62,6 +62,12 @@ pub fn fingerprint(state: &State) -> String {
                 let _ = w.write_all(part);
             }
         }
+        // Which default rows carry slurmdbd's mark decides what a removal may do.
+        for key in &c.unmarked {
+            let _ = w.write_all(b"N ");
+            write_key(&mut w, key);
+            let _ = w.write_all(b"\n");
+        }
     }
     let digest = match w.into_inner() {
         Ok(h) => h.0.finalize(),
