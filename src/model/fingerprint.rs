@@ -198,6 +198,12 @@ pub fn fingerprint(state: &State) -> String {
                 let _ = w.write_all(part);
             }
         }
+        // Which default rows carry slurmdbd's mark decides what a removal may do.
+        for key in &c.unmarked {
+            let _ = w.write_all(b"N ");
+            write_key(&mut w, key);
+            let _ = w.write_all(b"\n");
+        }
     }
     finish(w)
 }
