@@ -197,5 +197,9 @@ fn check_command(step: &Step, p: &mut impl FnMut(String)) {
                 name(pa, Partition, p);
             }
         }
+        Command::DeleteUserAll { users, account, .. } => {
+            list(users, User, p);
+            name(account, Account, p);
+        }
     }
 }
