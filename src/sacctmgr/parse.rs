@@ -893,15 +893,20 @@ impl ClusterBuilder {
     }
 }
 
+/// The columns of a `defaults.txt`: those of the read today, or the older three (snapshots
+/// taken before the read asked for the partition), told by the first row.
+fn default_columns(text: &str) -> &'static [&'static str] {
+    let first = text.lines().next().unwrap_or("");
+    if first.split('|').count() == DEFAULT_COLUMNS_V1.len() { DEFAULT_COLUMNS_V1 } else { DEFAULT_COLUMNS }
+}
+
 /// One row of `defaults.txt`: (user, line, account, partition).
 type DefaultRow = (Name, usize, Name, Option<Name>);
 
 /// Parse `defaults.txt` (Cluster|User|Account|Partition, or the older Cluster|User|Account)
 /// into `clusters[c].defaults` and `clusters[c].unmarked`.
 pub fn parse_defaults(src: &Source, clusters: &mut BTreeMap<Name, ClusterState>) -> Vec<Diagnostic> {
-    let first = src.text.lines().next().unwrap_or("");
-    let columns =
-        if first.split('|').count() == DEFAULT_COLUMNS_V1.len() { DEFAULT_COLUMNS_V1 } else { DEFAULT_COLUMNS };
+    let columns = default_columns(&src.text);
     let with_partition = columns.len() == DEFAULT_COLUMNS.len();
     let (rows, mut diags) = parse_rows(src, columns, false);
     let layout = Layout::new(DEFAULT_COLUMNS, columns);
@@ -1076,7 +1081,7 @@ pub fn parse_state_unsplit(raw: &RawReads) -> Result<(State, Vec<Unsplit>), Vec<
 /// `defaults.txt` without its rows of more than three cells (set apart into `unsplit`), and
 /// for each kept line its line in the original.
 fn split_defaults(src: &Source, unsplit: &mut Vec<Unsplit>) -> Option<(Source, Vec<usize>)> {
-    let n = DEFAULT_COLUMNS.len();
+    let n = default_columns(&src.text).len();
     if !src.text.lines().any(|l| l.split('|').count() > n) {
         return None;
     }

@@ -193,6 +193,11 @@ def main():
     with open(src) as f:
         m = json.load(f)
     m["created"] = "2026-12-01T00:00:00Z"
+    # the size and SHA-256 of each file, as `slurmplan dump` records them
+    for name in m.get("files", {}):
+        with open(os.path.join(st, name), "rb") as f:
+            data = f.read()
+        m["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     with open(os.path.join(st, "manifest.json"), "w") as f:
         json.dump(m, f, indent=2)
         f.write("\n")
