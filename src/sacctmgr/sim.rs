@@ -3,7 +3,8 @@
 //! `Sim::apply` refuses what real slurmdbd refuses (missing parent, unknown QoS, DefaultAccount
 //! without an association) AND what Slurm 22.05 silently lets through but leaves broken (an
 //! effective DefaultQOS outside the effective QoS list, a removed default association leaving a
-//! dangling DefaultAccount, deleting an account that still has children or users). The planner
+//! dangling DefaultAccount, deleting an account that still has children or users) AND a user
+//! removal that Slurm 23.11+ widens to other users' associations. The planner
 //! checks every step it emits against it; tests use it as the reference slurmdbd. Pure: no I/O.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -383,9 +384,8 @@ impl Sim {
 /// removes the user by when it has no association left: the text up to the first character
 /// outside `0-9 A-Z a-z _ . - @`.
 pub fn follow_up_name(user: &str) -> &str {
-    let end = user
-        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '@')))
-        .unwrap_or(user.len());
+    let end =
+        user.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '@'))).unwrap_or(user.len());
     &user[..end]
 }
 
