@@ -339,9 +339,8 @@ impl Sim {
     /// (docs/decisions.md). Applied whatever the version: a plan does not record it, and it
     /// may be applied after an upgrade.
     fn check_user_removal_exact(&mut self, user: &Name) -> Result<(), SimError> {
-        let left: usize = self.counts().values().filter_map(|m| m.get(user)).sum();
         let name = follow_up_name(user.as_str());
-        if left > 0 || !name.contains('_') {
+        if !name.contains('_') || self.counts().values().any(|m| m.get(user).is_some_and(|n| *n > 0)) {
             return Ok(());
         }
         let component = format!("0-{name}");
