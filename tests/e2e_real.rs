@@ -952,3 +952,42 @@ fn a_marked_default_row_goes_while_the_user_stays() {
     let d = defaults(&site.cluster);
     assert!(d.contains(&"vic|mr_a".to_string()) && d.contains(&"wes|mr_a".to_string()), "{d:?}");
 }
+
+/// Removing a user whose name holds `_` never removes another user's associations: Slurm 24.11
+/// deletes, with a user's last association, every association whose user matches the name as a
+/// SQL LIKE pattern (`lk_N` matches `lkzN`), on every cluster. The plan is refused while such a
+/// decoy exists (on both versions: a plan does not know the version it will meet), and goes
+/// through once it is gone.
+#[test]
+fn removing_a_user_with_underscore_leaves_lookalikes() {
+    if testbed().is_none() {
+        return;
+    }
+    let s = Site::new("like");
+    let c = format!("cluster={}", s.cluster);
+    let pid = std::process::id();
+    let (user, decoy) = (format!("lk_{pid}"), format!("lkz{pid}"));
+    let with = format!(
+        "version: 1\nmanaged:\n  prefixes: [l_]\nclusters:\n  CLUSTER:\n    accounts:\n      l_team:\n        users: [ann, {user}]\n"
+    );
+    s.converge(&with);
+    seed(&["add", "account", "other_like", &c]);
+    seed(&["add", "user", &decoy, "account=other_like", &c]);
+    let without = with.replace(&format!(", {user}"), "");
+    let d = s.desired(&without);
+    let r = slurmplan(&["apply", "-d", dir_str(&d), "--auto-approve", "--color", "never"]);
+    let decoy_row = format!("other_like|{decoy}|");
+    assert!(
+        assocs(&s.cluster).iter().any(|r| r.starts_with(&decoy_row)),
+        "`{decoy}` lost its association when `{user}` was removed:\n{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains(&format!("`{decoy}@other_like`")), "{}", r.stderr);
+    assert!(assocs(&s.cluster).iter().any(|r| r.starts_with(&format!("l_team|{user}|"))), "nothing changed");
+    // the lookalike gone, the removal is exact and goes through
+    seed(&["delete", "user", "where", &format!("name={decoy}"), "account=other_like", &c]);
+    s.converge(&without);
+    assert!(!assocs(&s.cluster).iter().any(|r| r.contains(&format!("|{user}|"))));
+}

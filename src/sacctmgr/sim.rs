@@ -3,7 +3,8 @@
 //! `Sim::apply` refuses what real slurmdbd refuses (missing parent, unknown QoS, DefaultAccount
 //! without an association) AND what Slurm 22.05 silently lets through but leaves broken (an
 //! effective DefaultQOS outside the effective QoS list, a removed default association leaving a
-//! dangling DefaultAccount, deleting an account that still has children or users). The planner
+//! dangling DefaultAccount, deleting an account that still has children or users) AND a user
+//! removal that Slurm 23.11+ widens to other users' associations. The planner
 //! checks every step it emits against it; tests use it as the reference slurmdbd. Pure: no I/O.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -380,6 +381,9 @@ impl Sim {
                 if let Some(n) = counts.get_mut(u) {
                     *n -= keys.len();
                 }
+                for u in users {
+                    self.check_user_removal_exact(u)?;
+                }
             }
         }
         for (u, _, _) in &rows {
@@ -402,6 +406,74 @@ impl Sim {
         }
         Ok(())
     }
+}
+
+impl Sim {
+    /// A `delete user` that takes the last association of `user` on every cluster makes
+    /// sacctmgr remove the user too, by the name it reads back from slurmdbd's reply
+    /// ([`follow_up_name`]). Slurm 23.11 and later (verified on 24.11.5) then delete every live
+    /// association, on every cluster, whose lineage has a component matching `0-<name>` as a SQL
+    /// `LIKE` pattern: `_` matches any one character, so removing `w_y` deletes `wzy`'s
+    /// associations (22.05 matches exactly). No escaping reaches that pattern, so such a delete
+    /// is refused while the pattern matches an association other than the removed user's
+    /// (docs/decisions.md). Applied whatever the version: a plan does not record it, and it
+    /// may be applied after an upgrade.
+    fn check_user_removal_exact(&mut self, user: &Name) -> Result<(), SimError> {
+        let name = follow_up_name(user.as_str());
+        if !name.contains('_') || self.counts().values().any(|m| m.get(user).is_some_and(|n| *n > 0)) {
+            return Ok(());
+        }
+        let component = format!("0-{name}");
+        let mut hits: Vec<String> = Vec::new();
+        let mut more = 0usize;
+        let mut hit = |what: String| {
+            if hits.len() < 3 {
+                hits.push(what);
+            } else {
+                more += 1;
+            }
+        };
+        for (cname, c) in &self.state.clusters {
+            for a in c.accounts.names() {
+                if like(&component, a.as_str()) {
+                    hit(format!("account `{a}` on `{cname}`"));
+                }
+            }
+            for k in c.users.keys() {
+                let by_user = k.user != *user && like(name, k.user.as_str());
+                if by_user || k.partition.as_ref().is_some_and(|p| like(&component, p.as_str())) {
+                    hit(format!("{} on `{cname}`", show_key(k)));
+                }
+            }
+        }
+        if hits.is_empty() {
+            return Ok(());
+        }
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        err(format!(
+            "it removes the last association of `{user}`, so sacctmgr then removes the user, and Slurm 23.11 \
+             and later delete with it every association matching `{name}` with `_` as a wildcard: {}{more} \
+             (hint: keep one association of `{user}`, or remove those first; see docs/decisions.md)",
+            hits.join(", ")
+        ))
+    }
+}
+
+/// The name sacctmgr reads back from slurmdbd's reply to a `delete user` (`U = w_y`) and
+/// removes the user by when it has no association left: the text up to the first character
+/// outside `0-9 A-Z a-z _ . - @`.
+pub fn follow_up_name(user: &str) -> &str {
+    let end =
+        user.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '@'))).unwrap_or(user.len());
+    &user[..end]
+}
+
+/// Whether `text` matches the SQL `LIKE` pattern `pattern` that has no `%` and no `\` (what
+/// [`follow_up_name`] leaves): as many characters, `_` matching any one, the others equal
+/// ignoring case (MariaDB's default collation).
+pub fn like(pattern: &str, text: &str) -> bool {
+    pattern.chars().count() == text.chars().count()
+        && pattern.chars().zip(text.chars()).all(|(p, t)| p == '_' || p.to_lowercase().eq(t.to_lowercase()))
 }
 
 fn uses_qos(a: &Assoc, q: &Name) -> bool {
@@ -756,6 +828,60 @@ mod tests {
             sim.apply(&cmd).unwrap();
         }
         sim
+    }
+
+    #[test]
+    fn follow_up_name_and_like_follow_sacctmgr_and_mariadb() {
+        assert_eq!(follow_up_name("w_y"), "w_y");
+        assert_eq!(follow_up_name("john@uni.ee"), "john@uni.ee");
+        assert_eq!(follow_up_name("a+b_c"), "a");
+        assert_eq!(follow_up_name("w%y"), "w");
+        assert!(like("w_y", "wzy") && like("w_y", "w_y") && like("w_y", "W%y") && like("w_y", "wüy"));
+        assert!(!like("w_y", "wy") && !like("w_y", "wxxy") && !like("wzy", "w_y") && !like("w_y", "w_z"));
+    }
+
+    #[test]
+    fn removing_the_last_association_of_a_pattern_name_is_refused_while_it_matches_another() {
+        let mut s = sim();
+        for cmd in [add_user("w_y", "a"), add_user("wzy", "c")] {
+            s.apply(&cmd).unwrap();
+        }
+        let e = s.apply(&delete_user("w_y", "a")).unwrap_err();
+        assert!(e.0.contains("`wzy@c`") && e.0.contains("23.11"), "{e}");
+        // with another association of `w_y` left, the delete is exact on every version
+        let mut s = sim();
+        for cmd in [add_user("w_y", "a"), add_user("w_y", "b"), add_user("wzy", "c")] {
+            s.apply(&cmd).unwrap();
+        }
+        s.apply(&delete_user("w_y", "b")).unwrap();
+        // the decoy gone, or no wildcard in the name: allowed
+        let mut s = sim();
+        s.apply(&add_user("w_y", "a")).unwrap();
+        s.apply(&delete_user("w_y", "a")).unwrap();
+        let mut s = sim();
+        for cmd in [add_user("wzy", "a"), add_user("wxy", "c")] {
+            s.apply(&cmd).unwrap();
+        }
+        s.apply(&delete_user("wzy", "a")).unwrap();
+        // the decoy on another cluster counts too: sacctmgr removes the user on every cluster
+        let mut s = sim();
+        s.state.clusters.insert(n("c2"), ClusterState::with_root());
+        s.apply(&add_user("w_y", "a")).unwrap();
+        let add_c = Command::AddAccount {
+            cluster: n("c2"),
+            names: vec![n("c")],
+            parent: n("root"),
+            record: Default::default(),
+            set: Default::default(),
+        };
+        s.apply(&add_c).unwrap();
+        let mut add = add_user("wzy", "c");
+        if let Command::AddUser { cluster, .. } = &mut add {
+            *cluster = n("c2");
+        }
+        s.apply(&add).unwrap();
+        let e = s.apply(&delete_user("w_y", "a")).unwrap_err();
+        assert!(e.0.contains("on `c2`"), "{e}");
     }
 
     fn default_of(sim: &Sim, user: &str) -> Option<String> {
