@@ -341,22 +341,23 @@ class Variant:
         print(f"  {what}: after apply the agent's cycle writes nothing and the plan is empty", flush=True)
 
     def unconditional(self, argv):
-        """The one write the agent makes every cycle whatever the state: with skip_qos_swap its
-        restore of an active allocation sets `GrpSubmitJobs=-1` without reading it first (a
-        no-op on an active account; the plan afterwards must still be empty)."""
+        """The one write the agent makes every cycle whatever the state: with skip_qos_swap it
+        sets `GrpSubmitJobs=-1` on active allocations and `0` on paused/downscaled ones without
+        reading the value first (a no-op when it already holds; the plan afterwards must still
+        be empty)."""
         if not self.settings.get("qos_management", {}).get("skip_qos_swap"):
             return False
-        active = {
-            r["backend_id"]
+        want = {
+            r["backend_id"]: "GrpSubmitJobs=0" if r["paused"] or r["downscaled"] else "GrpSubmitJobs=-1"
             for r in self.fake.resources.values()
-            if r["state"] in ("OK", "Erred") and not r["paused"] and not r["downscaled"]
+            if r["state"] in ("OK", "Erred")
         }
         tail = [w for w in argv if not w.startswith("--")]
         return (
             len(tail) == 6
             and tail[:2] == ["modify", "account"]
-            and tail[2] in active
-            and tail[3:] == [f"cluster={self.cluster}", "set", "GrpSubmitJobs=-1"]
+            and tail[2] in want
+            and tail[3:] == [f"cluster={self.cluster}", "set", want[tail[2]]]
         )
 
     def account_levers(self, account):
