@@ -381,9 +381,6 @@ impl Sim {
                 if let Some(n) = counts.get_mut(u) {
                     *n -= keys.len();
                 }
-                for u in users {
-                    self.check_user_removal_exact(u)?;
-                }
             }
         }
         for (u, _, _) in &rows {
@@ -403,6 +400,9 @@ impl Sim {
                     "removing `{u}` from `{account}` on `{cluster}` would leave its DefaultAccount dangling"
                 ));
             }
+        }
+        for u in users {
+            self.check_user_removal_exact(u)?;
         }
         Ok(())
     }
