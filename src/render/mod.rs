@@ -3,7 +3,7 @@
 //! Formats: `text` (Terraform-style), `json` (the plan itself), `diff` (unified diff of the
 //! objects before/after), `table` (one row per step) and `script` (a POSIX sh script that runs
 //! exactly the plan's argv). What you review is exactly what runs: every view shows the steps'
-//! argv verbatim, quoted with the one [`quote::sh_quote`] function.
+//! argv verbatim, quoted with the one [`sh_quote`] (`sacctmgr::quote`) function.
 //!
 //! This module must not print to stdout or stderr directly, exit, spawn processes, read files
 //! or look at the environment or terminal: every renderer writes to the `&mut dyn
@@ -13,7 +13,6 @@ mod diff;
 pub mod drift;
 mod fields;
 pub mod graph;
-mod quote;
 mod script;
 mod table;
 mod text;
@@ -25,7 +24,7 @@ use std::io::Write;
 
 use crate::plan::Plan;
 
-pub use quote::{sh_join, sh_quote};
+pub use crate::sacctmgr::quote::{sh_join, sh_quote};
 
 /// An output format of `plan` / `show`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

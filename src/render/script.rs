@@ -6,7 +6,7 @@
 
 use std::io::{self, Write};
 
-use super::quote::sh_join;
+use super::sh_join;
 use super::summary_line;
 use crate::plan::Plan;
 

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use comfy_table::presets::ASCII_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
 
-use super::{NO_CHANGES, quote::sh_join, summary_line};
+use super::{NO_CHANGES, sh_join, summary_line};
 use crate::plan::Plan;
 
 pub fn render(plan: &Plan, out: &mut dyn Write) -> io::Result<()> {

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use owo_colors::OwoColorize;
 
 use super::fields::{self, FieldChange, Object};
-use super::{NO_CHANGES, Options, quote::sh_join, summary_line};
+use super::{NO_CHANGES, Options, sh_join, summary_line};
 use crate::diff::Action;
 use crate::plan::Plan;
 

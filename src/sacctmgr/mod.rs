@@ -5,6 +5,7 @@
 pub mod command;
 pub mod live;
 pub mod parse;
+pub mod quote;
 pub mod reads;
 pub mod runner;
 pub mod sim;

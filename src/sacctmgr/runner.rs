@@ -10,6 +10,7 @@
 //! kills the whole group, and whatever the command left behind is killed when it exits. This
 //! module does not interpret sacctmgr's output (see `outcome`) and prints nothing.
 
+pub use super::quote::sh_quote;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -79,30 +80,6 @@ impl ProcessRunner {
         self.transport = transport;
         self
     }
-}
-
-/// One word quoted for a POSIX shell: every byte arrives as it is (inside single quotes nothing
-/// is special; a `'` is closed, escaped and reopened). Words made only of characters no shell
-/// treats specially are left bare for readability.
-pub fn sh_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/' | b',' | b'=' | b':' | b'+' | b'@')
-        });
-    if plain {
-        return word.to_string();
-    }
-    let mut q = String::with_capacity(word.len() + 2);
-    q.push('\'');
-    for c in word.chars() {
-        if c == '\'' {
-            q.push_str("'\\''");
-        } else {
-            q.push(c);
-        }
-    }
-    q.push('\'');
-    q
 }
 
 /// Whether the child `pid` has exited, leaving it unreaped.

@@ -1,4 +1,5 @@
-//! POSIX sh quoting shared by `text`, `table` and `script`.
+//! POSIX sh quoting: the one quoter for the ssh transport (`runner`, where the remote shell
+//! parses the command line) and for the rendered plans (`render`: text, table, script). Pure.
 
 /// Quote one word for a POSIX shell. Words made only of `[A-Za-z0-9_./:=,+@%-]` stay bare
 /// (none of these is special to sh, even at the start of a word); anything else, including
