@@ -363,6 +363,15 @@ impl<'a> Loader<'a> {
         }
     }
 
+    fn too_many_shares(&mut self, node: &SNode, n: impl std::fmt::Display) {
+        self.error(
+            "bad-value",
+            node,
+            format!("`fairshare` is {n}; slurmdbd stores 0 to {} shares", values::MAX_SHARES),
+            "use a smaller number of shares, or `parent`",
+        );
+    }
+
     fn fairshare(&mut self, node: &SNode) -> Option<Fairshare> {
         match &node.value {
             Node::Int(n) if *n < 0 => {
@@ -372,23 +381,13 @@ impl<'a> Loader<'a> {
             Node::Int(n) => match u32::try_from(*n).ok().filter(|v| *v <= values::MAX_SHARES) {
                 Some(v) => Fairshare::normal(v),
                 None => {
-                    self.error(
-                        "bad-value",
-                        node,
-                        format!("`fairshare` is {n}; slurmdbd stores 0 to {} shares", values::MAX_SHARES),
-                        "use a smaller number of shares, or `parent`",
-                    );
+                    self.too_many_shares(node, *n);
                     None
                 }
             },
             Node::Str(s) => match Fairshare::parse(s) {
                 Ok(Some(Fairshare::Shares(n))) if n > values::MAX_SHARES => {
-                    self.error(
-                        "bad-value",
-                        node,
-                        format!("`fairshare` is {n}; slurmdbd stores 0 to {} shares", values::MAX_SHARES),
-                        "use a smaller number of shares, or `parent`",
-                    );
+                    self.too_many_shares(node, n);
                     None
                 }
                 Ok(f) => f,

@@ -739,20 +739,7 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                 if have.qos == QosList::Set(wide.clone()) {
                     continue;
                 }
-                let set = AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() };
-                let cmd = Command::ModifyUser {
-                    cluster: cname.clone(),
-                    users: vec![k.user.clone()],
-                    account: k.account.clone(),
-                    partition: k.partition.clone(),
-                    set,
-                };
-                b.emit(
-                    Phase::QosSwap,
-                    cmd,
-                    vec![user_addr(cname, k)],
-                    Some("widen the QoS list first so every DefaultQOS stays valid"),
-                )?;
+                emit_user_qos_list(b, cname, k, wide, "widen the QoS list first so every DefaultQOS stays valid")?;
             }
         }
     }
@@ -819,19 +806,12 @@ fn widen_users_for_account(
         }
     }
     for (k, list) in &wide {
-        let set = AssocSet { qos: Some(QosList::Set(list.clone())), ..Default::default() };
-        let cmd = Command::ModifyUser {
-            cluster: cname.clone(),
-            users: vec![k.user.clone()],
-            account: k.account.clone(),
-            partition: k.partition.clone(),
-            set,
-        };
-        b.emit(
-            Phase::QosSwap,
-            cmd,
-            vec![user_addr(cname, k)],
-            Some("widen the user's QoS list while its account changes (Slurm 22.05 checks the user rows)"),
+        emit_user_qos_list(
+            b,
+            cname,
+            k,
+            list.clone(),
+            "widen the user's QoS list while its account changes (Slurm 22.05 checks the user rows)",
         )?;
         let t = Target::User(k.clone());
         widened.insert(t.clone());
@@ -840,6 +820,26 @@ fn widen_users_for_account(
         }
     }
     Ok(!wide.is_empty())
+}
+
+/// `modify user ... set qos=LIST` on one association, in the QoS-swap phase (a temporary
+/// widening, so that every DefaultQOS stays inside its list while accounts change).
+fn emit_user_qos_list(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    k: &UserKey,
+    list: BTreeSet<Name>,
+    why: &'static str,
+) -> Result<(), PlanError> {
+    let set = AssocSet { qos: Some(QosList::Set(list)), ..Default::default() };
+    let cmd = Command::ModifyUser {
+        cluster: cname.clone(),
+        users: vec![k.user.clone()],
+        account: k.account.clone(),
+        partition: k.partition.clone(),
+        set,
+    };
+    b.emit(Phase::QosSwap, cmd, vec![user_addr(cname, k)], Some(why))
 }
 
 fn effective_in(d: &ClusterState, n: &Name) -> BTreeSet<Name> {

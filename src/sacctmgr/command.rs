@@ -570,22 +570,18 @@ impl Command {
                 push("set");
                 push(&format!("defaultaccount={account}"));
             }
-            Command::DeleteUser { cluster, users, account, partition } => {
+            Command::DeleteUser { cluster, users, account, .. }
+            | Command::DeleteUserAll { cluster, users, account } => {
                 push("delete");
                 push("user");
                 push("where");
                 push(&format!("name={}", names(users)));
                 push(&format!("account={account}"));
                 push(&format!("cluster={cluster}"));
-                push(&format!("partition={}", partition.as_ref().map(Name::as_str).unwrap_or("")));
-            }
-            Command::DeleteUserAll { cluster, users, account } => {
-                push("delete");
-                push("user");
-                push("where");
-                push(&format!("name={}", names(users)));
-                push(&format!("account={account}"));
-                push(&format!("cluster={cluster}"));
+                // DeleteUserAll has no partition clause: it removes every row under the account.
+                if let Command::DeleteUser { partition, .. } = self {
+                    push(&format!("partition={}", partition.as_ref().map(Name::as_str).unwrap_or("")));
+                }
             }
         }
         a
