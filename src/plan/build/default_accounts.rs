@@ -1,0 +1,32 @@
+//! Phase "default accounts": `modify user ... set defaultaccount=A`, batched per target account.
+//!
+//! Preconditions: every target association exists (phase "add users" ran) and nothing has been
+//! removed yet, so no user's DefaultAccount ever dangles. Pure: no I/O.
+
+use std::collections::BTreeMap;
+
+use crate::model::{ClusterState, Name};
+use crate::sacctmgr::command::Command;
+
+use super::Builder;
+use crate::plan::{Phase, PlanError};
+
+pub(super) fn default_moves(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let mut groups: BTreeMap<Name, Vec<Name>> = BTreeMap::new();
+    for user in &b.touched(cname).defaults {
+        let Some(want) = d.defaults.get(user) else { continue };
+        if b.cluster(cname).defaults.get(user) != Some(want) {
+            groups.entry(want.clone()).or_default().push(user.clone());
+        }
+    }
+    for (account, users) in groups {
+        let objects = users.iter().map(|u| format!("default_account.{cname}.{u}")).collect();
+        b.emit(
+            Phase::DefaultAccount,
+            Command::SetDefaultAccount { cluster: cname.clone(), users, account },
+            objects,
+            None,
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,269 @@
+//! Ordering: turn (current, resolved desired) into the ordered, batched steps of a plan.
+//!
+//! Every step is applied to a [`Sim`] of slurmdbd as it is emitted; a step the simulator
+//! refuses is a planner bug and aborts planning (nothing half-valid is ever shown). Phases
+//! follow design.md section 5. Later phases compare the simulated state with the desired
+//! one, so anything an earlier phase had to defer (a QoS setting that was not yet valid at
+//! creation time) is picked up naturally. Pure: no I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diff::{Change, user_key_label};
+use crate::model::{Assoc, AssocData, ClusterState, Name, QosList, State, UserKey};
+use crate::sacctmgr::command::{AssocSet, Command, QosSet};
+use crate::sacctmgr::sim::Sim;
+
+use super::lints::{self, Lint};
+use super::{Phase, PlanError, Step};
+
+mod add_users;
+mod create_accounts;
+mod default_accounts;
+mod delete_accounts;
+mod limits;
+mod qos_swap;
+mod remove_users;
+mod reparent;
+
+use add_users::user_adds;
+use create_accounts::account_creates;
+use default_accounts::default_moves;
+use delete_accounts::account_deletes;
+use limits::{account_limits, account_records, limits};
+use qos_swap::qos_changes;
+use remove_users::user_removals;
+use reparent::reparents;
+
+/// Batches keyed by (account, partition, canonical settings) -> (settings, users).
+type UserBatches<T> = BTreeMap<(Name, Option<Name>, String), (T, Vec<Name>)>;
+
+struct Builder<'s> {
+    sim: &'s mut Sim,
+    steps: Vec<Step>,
+    changed: BTreeSet<String>,
+    /// Per cluster, the objects the diff names: the only ones any phase needs to look at, so
+    /// planning costs O(changes), not O(associations).
+    touched: BTreeMap<Name, Touched>,
+    /// SP004 lints found while emitting QoS-swap steps.
+    lints: Vec<Lint>,
+}
+
+#[derive(Default, Clone)]
+struct Touched {
+    accounts: BTreeSet<Name>,
+    users: BTreeSet<UserKey>,
+    defaults: BTreeSet<Name>,
+}
+
+fn touched_by(changes: &[Change]) -> BTreeMap<Name, Touched> {
+    let mut t: BTreeMap<Name, Touched> = BTreeMap::new();
+    for c in changes {
+        match c {
+            Change::AccountCreate { cluster, name, .. }
+            | Change::AccountReparent { cluster, name, .. }
+            | Change::AccountUpdate { cluster, name, .. }
+            | Change::AccountDelete { cluster, name, .. } => {
+                t.entry(cluster.clone()).or_default().accounts.insert(name.clone());
+            }
+            Change::UserCreate { cluster, key, .. }
+            | Change::UserUpdate { cluster, key, .. }
+            | Change::UserDelete { cluster, key, .. } => {
+                t.entry(cluster.clone()).or_default().users.insert(key.clone());
+            }
+            Change::DefaultAccount { cluster, user, .. } => {
+                t.entry(cluster.clone()).or_default().defaults.insert(user.clone());
+            }
+            _ => {}
+        }
+    }
+    t
+}
+
+/// Effective DefaultQOS of every user association a QoS command can reach.
+type UserDefaults = Vec<(UserKey, Option<Name>)>;
+
+fn user_defaults(c: &ClusterState, command: &Command) -> UserDefaults {
+    let eff = |k: &UserKey, a: &Assoc| c.user_effective_default_qos(k, a).cloned();
+    let mut out = Vec::new();
+    match command {
+        Command::ModifyUser { users, account, partition, .. } => {
+            for u in users {
+                let k = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+                if let Some(a) = c.users.get(&k) {
+                    out.push((k.clone(), eff(&k, a)));
+                }
+            }
+        }
+        Command::ModifyAccount { names, .. } => {
+            for n in names {
+                for x in c.accounts.subtree(n.as_str()) {
+                    out.extend(c.users_of_account(x).map(|(k, a)| (k.clone(), eff(k, a))));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+impl Builder<'_> {
+    fn emit(
+        &mut self,
+        phase: Phase,
+        command: Command,
+        objects: Vec<String>,
+        note: Option<&str>,
+    ) -> Result<(), PlanError> {
+        let cluster = command.cluster().cloned();
+        let before = match (&cluster, phase) {
+            (Some(cn), Phase::QosSwap) => self.sim.state.clusters.get(cn).map(|c| user_defaults(c, &command)),
+            _ => None,
+        };
+        if let Err(e) = self.sim.apply(&command) {
+            return Err(PlanError::Unsafe { command: command.argv().join(" "), reason: e.0 });
+        }
+        let mut causes: Vec<String> = objects.into_iter().filter(|a| self.changed.contains(a)).collect();
+        causes.sort();
+        causes.dedup();
+        if let (Some(before), Some(cn)) = (before, &cluster) {
+            let c = self.cluster(cn);
+            let moved: Vec<(UserKey, Option<Name>, Option<Name>)> = before
+                .into_iter()
+                .filter_map(|(k, was)| {
+                    let now = c.users.get(&k).and_then(|a| c.user_effective_default_qos(&k, a).cloned());
+                    (now != was).then_some((k, was, now))
+                })
+                .collect();
+            if !moved.is_empty() {
+                let address = causes.first().cloned().unwrap_or_default();
+                self.lints.push(lints::qos_swap_lint(self.steps.len() + 1, address, cn, &moved));
+            }
+        }
+        self.steps.push(Step {
+            number: self.steps.len() + 1,
+            phase,
+            argv: command.argv(),
+            command,
+            causes,
+            note: note.map(str::to_string),
+        });
+        Ok(())
+    }
+
+    fn touched(&self, cluster: &Name) -> Touched {
+        self.touched.get(cluster).cloned().unwrap_or_default()
+    }
+
+    fn cluster(&self, name: &Name) -> &ClusterState {
+        self.sim.state.clusters.get(name).expect("cluster checked by resolve")
+    }
+}
+
+fn acct_addr(c: &Name, n: &Name) -> String {
+    format!("account.{c}.{n}")
+}
+/// Addresses of the user associations of a batched user command.
+fn user_objects(cname: &Name, account: &Name, partition: &Option<Name>, users: &[Name]) -> Vec<String> {
+    users
+        .iter()
+        .map(|u| user_addr(cname, &UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() }))
+        .collect()
+}
+
+fn user_addr(c: &Name, k: &UserKey) -> String {
+    format!("user_association.{c}.{}", user_key_label(k))
+}
+
+/// The ordered steps and the SP004 lints of their QoS-swap steps. `sim` starts from the
+/// current state (`plan::diff_states` copies it); `changes` are the diff of the two states (used
+/// for causes).
+pub fn build_steps_and_lints(
+    sim: &mut Sim,
+    desired: &State,
+    changes: &[Change],
+) -> Result<(Vec<Step>, Vec<Lint>), PlanError> {
+    let mut b = Builder {
+        sim,
+        steps: Vec::new(),
+        changed: changes.iter().map(Change::address).collect(),
+        touched: touched_by(changes),
+        lints: Vec::new(),
+    };
+    // 1. QoS creates and updates (global).
+    for (name, q) in &desired.qos {
+        match b.sim.state.qos.get(name) {
+            None => {
+                let set = QosSet::between(&Default::default(), q);
+                b.emit(
+                    Phase::QosCreate,
+                    Command::AddQos { names: vec![name.clone()], set },
+                    vec![format!("qos.{name}")],
+                    None,
+                )?;
+            }
+            Some(cur) => {
+                let set = QosSet::between(cur, q);
+                if !set.is_empty() {
+                    b.emit(
+                        Phase::QosCreate,
+                        Command::ModifyQos { names: vec![name.clone()], set },
+                        vec![format!("qos.{name}")],
+                        None,
+                    )?;
+                }
+            }
+        }
+    }
+    // Order (docs/planning.md): creates and adds first, then DefaultAccount moves, removals
+    // and deletes of leaves, re-parents, the remaining deletes, and only then QoS swaps and
+    // limits, so associations on their way out never block a swap or a move.
+    for (cname, d) in &desired.clusters {
+        let created = account_creates(&mut b, cname, d, desired)?;
+        // An account never has users before its limits hold: the TRES and wall limits of new
+        // accounts come right after their creation, before any user is added.
+        account_limits(&mut b, cname, d, &created, Phase::AccountCreate)?;
+    }
+    for (cname, d) in &desired.clusters {
+        user_adds(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        default_moves(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        user_removals(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        account_deletes(&mut b, cname, d, true)?;
+    }
+    for (cname, d) in &desired.clusters {
+        reparents(&mut b, cname, d)?;
+    }
+    for (cname, d) in &desired.clusters {
+        account_deletes(&mut b, cname, d, false)?;
+    }
+    for (cname, d) in &desired.clusters {
+        qos_changes(&mut b, cname, d)?;
+    }
+    account_records(&mut b, desired)?;
+    for (cname, d) in &desired.clusters {
+        limits(&mut b, cname, d)?;
+    }
+    // QoS deletes last.
+    let gone: Vec<Name> = b.sim.state.qos.keys().filter(|n| !desired.qos.contains_key(*n)).cloned().collect();
+    for n in gone {
+        b.emit(Phase::QosDelete, Command::DeleteQos { names: vec![n.clone()] }, vec![format!("qos.{n}")], None)?;
+    }
+    Ok((b.steps, b.lints))
+}
+
+fn without_qos(a: &Assoc) -> Assoc {
+    AssocData { limits: a.limits.clone(), qos: QosList::Inherit, default_qos: None }.into()
+}
+
+fn qos_set(have: &Assoc, want: &Assoc) -> AssocSet {
+    AssocSet {
+        qos: (have.qos != want.qos).then(|| want.qos.clone()),
+        default_qos: (have.default_qos != want.default_qos).then(|| want.default_qos.clone()),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,290 @@
+//! Phase "qos swap": QoS lists and DefaultQOS of existing associations, in an order that keeps
+//! every DefaultQOS inside its list after each command (docs/planning.md, "QoS swaps that keep
+//! DefaultQOS valid"), widening lists to `old ∪ new` when nothing is valid.
+//!
+//! Preconditions: every association that goes is gone (phases "remove users" and "delete
+//! accounts" ran), so none blocks a swap; every QoS named exists. Pure: no I/O.
+
+use std::collections::BTreeSet;
+
+use crate::model::{Assoc, ClusterState, Name, QosList, UserKey};
+use crate::sacctmgr::command::{AssocSet, Command};
+use crate::sacctmgr::sim;
+
+use super::{Builder, acct_addr, qos_set, user_addr};
+use crate::plan::{Phase, PlanError};
+
+/// The QoS/DefaultQOS part of an association.
+fn qos_part(a: &Assoc) -> (QosList, Option<Name>) {
+    (a.qos.clone(), a.default_qos.clone())
+}
+
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Target {
+    Account(usize, Name),
+    User(UserKey),
+}
+
+/// DefaultQOS-safe QoS changes: repeatedly apply every final setting that is valid now
+/// (accounts top-down, then users); when stuck, widen the next pending association's list to
+/// old ∪ new and try again (sacctmgr.md section 4: widen, move user defaults, then swap).
+pub(super) fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let mut pending: BTreeSet<Target> = BTreeSet::new();
+    {
+        let touched = b.touched(cname);
+        let c = b.cluster(cname);
+        for n in &touched.accounts {
+            let Some(want) = d.accounts.get(n.as_str()).map(|x| &x.assoc) else { continue };
+            if let Some(have) = c.accounts.get(n.as_str())
+                && qos_part(&have.assoc) != qos_part(want)
+            {
+                pending.insert(Target::Account(d.accounts.depth(n.as_str()), n.clone()));
+            }
+        }
+        for k in &touched.users {
+            let Some(want) = d.users.get(k) else { continue };
+            if let Some(have) = c.users.get(k)
+                && qos_part(have) != qos_part(want)
+            {
+                pending.insert(Target::User(k.clone()));
+            }
+        }
+    }
+    let mut widened: BTreeSet<Target> = BTreeSet::new();
+    while !pending.is_empty() {
+        // One pass: every final setting that is valid now, on associations that do not affect
+        // each other (no selected account above another selected one or above a selected
+        // user), batched by identical settings.
+        let mut selected_accounts: BTreeSet<Name> = BTreeSet::new();
+        let mut ready: Vec<(Target, Command, String)> = Vec::new();
+        for t in pending.clone() {
+            let c = b.cluster(cname);
+            let under_selected = |acct: &Name| {
+                selected_accounts.contains(acct)
+                    || c.accounts.ancestors(acct.as_str()).iter().any(|a| selected_accounts.contains(*a))
+            };
+            match &t {
+                Target::Account(_, n) => {
+                    if under_selected(n) {
+                        continue;
+                    }
+                    let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
+                    let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+                    let mut next = have.clone();
+                    next.qos = want.qos.clone();
+                    next.default_qos = want.default_qos.clone();
+                    if sim::check_account_change(c, n, &next).is_err() {
+                        continue;
+                    }
+                    let set = qos_set(have, want);
+                    // Slurm 22.05 checks the user rows below (sim::check_user_rows_for_account_qos).
+                    if account_rows_block(c, n, &next, &set) {
+                        continue;
+                    }
+                    let cmd = Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set };
+                    selected_accounts.insert(n.clone());
+                    ready.push((t.clone(), cmd, acct_addr(cname, n)));
+                }
+                Target::User(k) => {
+                    if under_selected(&k.account) {
+                        continue;
+                    }
+                    let have = c.users.get(k).expect("exists");
+                    let want = d.users.get(k).expect("desired");
+                    let mut next = have.clone();
+                    next.qos = want.qos.clone();
+                    next.default_qos = want.default_qos.clone();
+                    if sim::check_user_change(c, k, &next).is_err() {
+                        continue;
+                    }
+                    // A final list without the account's coming DefaultQOS waits for it
+                    // (Slurm 22.05 checks the user rows when the account gets it).
+                    let account_pending = pending.iter().any(|p| matches!(p, Target::Account(_, a) if *a == k.account));
+                    let coming = d.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
+                    let has_now = c.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
+                    if account_pending
+                        && let Some(q) = coming
+                        && has_now != Some(q)
+                        && !matches!(want.qos, QosList::Inherit)
+                        && !c.user_effective_qos(k, &next).contains(q)
+                    {
+                        continue;
+                    }
+                    let set = qos_set(have, want);
+                    let cmd = Command::ModifyUser {
+                        cluster: cname.clone(),
+                        users: vec![k.user.clone()],
+                        account: k.account.clone(),
+                        partition: k.partition.clone(),
+                        set,
+                    };
+                    ready.push((t.clone(), cmd, user_addr(cname, k)));
+                }
+            }
+        }
+        let progressed = !ready.is_empty();
+        // batch: same command with another object list; keep the order of first appearance
+        // (each batch keyed by its command without objects; names gathered, then set once)
+        let mut batches: Vec<(Command, Vec<Name>, Vec<String>)> = Vec::new();
+        for (t, cmd, object) in ready {
+            pending.remove(&t);
+            let key = cmd.with_objects(Vec::new());
+            match batches.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, names, objects)) => {
+                    names.extend(cmd.objects().iter().cloned());
+                    objects.push(object);
+                }
+                None => batches.push((key, cmd.objects().to_vec(), vec![object])),
+            }
+        }
+        for (key, names, objects) in batches {
+            b.emit(Phase::QosSwap, key.with_objects(names), objects, None)?;
+        }
+        if progressed {
+            continue;
+        }
+        // Stuck on an account whose QoS change Slurm 22.05 refuses because of user rows under
+        // it (a new DefaultQOS or their own outside their list): those rows get a wide
+        // explicit list first, and their final value once the account is done.
+        if widen_users_for_account(b, cname, d, &mut pending, &mut widened)? {
+            continue;
+        }
+        // Stuck: widen the first pending association not yet widened.
+        let Some(t) = pending.iter().find(|t| !widened.contains(*t)).cloned() else {
+            return Err(PlanError::Unsafe {
+                command: format!("QoS changes on cluster `{cname}`"),
+                reason: "no order of commands keeps every DefaultQOS inside its QoS list".into(),
+            });
+        };
+        widened.insert(t.clone());
+        let c = b.cluster(cname);
+        match &t {
+            Target::Account(_, n) => {
+                let mut wide = c.accounts.effective_qos(n.as_str());
+                wide.extend(effective_in(d, n));
+                let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
+                if have.qos == QosList::Set(wide.clone()) {
+                    continue;
+                }
+                let set = AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() };
+                b.emit(
+                    Phase::QosSwap,
+                    Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set },
+                    vec![acct_addr(cname, n)],
+                    Some("widen the QoS list first so every DefaultQOS stays valid"),
+                )?;
+            }
+            Target::User(k) => {
+                let have = c.users.get(k).expect("exists").clone();
+                let mut wide = c.user_effective_qos(k, &have);
+                let want = d.users.get(k).expect("desired");
+                wide.extend(d.user_effective_qos(k, want));
+                if have.qos == QosList::Set(wide.clone()) {
+                    continue;
+                }
+                emit_user_qos_list(b, cname, k, wide, "widen the QoS list first so every DefaultQOS stays valid")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Would Slurm 22.05 refuse giving account `n` the QoS settings of `next` (the command `set`)
+/// because of the user rows under it (`sim::check_user_rows_for_account_qos`)?
+fn account_rows_block(c: &ClusterState, n: &Name, next: &Assoc, set: &AssocSet) -> bool {
+    let Some(new_default) = &set.default_qos else { return false };
+    let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
+    let new_list = next.qos.effective(&parent.unwrap_or_default());
+    sim::check_user_rows_against(c, n, &new_list, new_default.as_ref()).is_err()
+}
+
+/// See the call in [`qos_changes`]: the user rows that block a pending account get an explicit
+/// list holding what the account's change needs (the account's new DefaultQOS, their own) and
+/// what they have now; they get their final value later. Emits one command per row; true if any.
+fn widen_users_for_account(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    d: &ClusterState,
+    pending: &mut BTreeSet<Target>,
+    widened: &mut BTreeSet<Target>,
+) -> Result<bool, PlanError> {
+    let mut wide: Vec<(UserKey, BTreeSet<Name>)> = Vec::new();
+    {
+        let c = b.cluster(cname);
+        for t in pending.iter() {
+            let Target::Account(_, n) = t else { continue };
+            let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+            let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
+            let mut next = have.clone();
+            next.qos = want.qos.clone();
+            next.default_qos = want.default_qos.clone();
+            let set = qos_set(have, want);
+            if !account_rows_block(c, n, &next, &set) {
+                continue;
+            }
+            let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
+            let new_list = next.qos.effective(&parent.unwrap_or_default());
+            let Some(new_default) = &set.default_qos else { continue };
+            for (k, a) in c.users_of_account(n) {
+                let target = Target::User(k.clone());
+                let row_eff = a.qos.effective(&new_list);
+                let needs: Vec<&Name> = new_default
+                    .as_ref()
+                    .or(a.default_qos.as_ref())
+                    .into_iter()
+                    .filter(|q| !row_eff.contains(*q))
+                    .collect();
+                if needs.is_empty() || widened.contains(&target) {
+                    continue;
+                }
+                let mut list = c.user_effective_qos(k, a);
+                list.extend(row_eff);
+                list.extend(needs.into_iter().cloned());
+                list.extend(c.user_effective_default_qos(k, a).cloned());
+                wide.push((k.clone(), list));
+            }
+            if !wide.is_empty() {
+                break;
+            }
+        }
+    }
+    for (k, list) in &wide {
+        emit_user_qos_list(
+            b,
+            cname,
+            k,
+            list.clone(),
+            "widen the user's QoS list while its account changes (Slurm 22.05 checks the user rows)",
+        )?;
+        let t = Target::User(k.clone());
+        widened.insert(t.clone());
+        if d.users.contains_key(k) {
+            pending.insert(t);
+        }
+    }
+    Ok(!wide.is_empty())
+}
+
+/// `modify user ... set qos=LIST` on one association, in the QoS-swap phase (a temporary
+/// widening, so that every DefaultQOS stays inside its list while accounts change).
+fn emit_user_qos_list(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    k: &UserKey,
+    list: BTreeSet<Name>,
+    why: &'static str,
+) -> Result<(), PlanError> {
+    let set = AssocSet { qos: Some(QosList::Set(list)), ..Default::default() };
+    let cmd = Command::ModifyUser {
+        cluster: cname.clone(),
+        users: vec![k.user.clone()],
+        account: k.account.clone(),
+        partition: k.partition.clone(),
+        set,
+    };
+    b.emit(Phase::QosSwap, cmd, vec![user_addr(cname, k)], Some(why))
+}
+
+fn effective_in(d: &ClusterState, n: &Name) -> BTreeSet<Name> {
+    d.accounts.effective_qos(n.as_str())
+}
