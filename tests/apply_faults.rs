@@ -8,6 +8,10 @@ use slurmplan::sacctmgr::command::Command as SCommand;
 use slurmplan::sacctmgr::sim::Sim;
 use slurmplan::sacctmgr::snapshot;
 
+/// The fake sacctmgr's argv parser (a test tool, not part of the library).
+#[path = "../src/bin/slurmplan-fake-sacctmgr/argv.rs"]
+mod fake_argv;
+
 const FAKE: &str = env!("CARGO_BIN_EXE_slurmplan-fake-sacctmgr");
 const DESIRED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/desired.yaml");
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/state");
@@ -185,7 +189,7 @@ fn failure_at_step_k_of_m_then_resume() {
     // the fake holds exactly the first K-1 steps
     let mut sim = Sim::new(snapshot::load(Path::new(SEED)).unwrap());
     for a in &argv[..k - 1] {
-        sim.apply(&SCommand::from_argv(a).unwrap()).unwrap();
+        sim.apply(&fake_argv::from_argv(a).unwrap()).unwrap();
     }
     assert_eq!(snapshot::load(&site.state()).unwrap(), sim.state);
     site.converges();

@@ -3,7 +3,7 @@
 //!
 //! State lives in a snapshot directory (`FAKE_SACCTMGR_DIR`, the same files `slurmplan dump`
 //! writes). Reads: an argv equal to one of the snapshot reads prints that file; `-V` prints
-//! `slurm-wlm 22.05.8`. Writes: the argv is parsed with `Command::from_argv`, applied with the
+//! `slurm-wlm 22.05.8`. Writes: the argv is parsed with `argv::from_argv`, applied with the
 //! simulator, saved back, and answered with sacctmgr 22.05's words (copied from real runs).
 //!
 //! Fault injection (K counts write calls, kept in `calls` in the directory):
@@ -25,6 +25,8 @@ use slurmplan::sacctmgr::parse::{format_duration, write_state};
 use slurmplan::sacctmgr::reads::{ASSOCS, READS};
 use slurmplan::sacctmgr::sim::{Sim, SimError};
 use slurmplan::sacctmgr::snapshot;
+
+mod argv;
 
 /// What the fake answers: stdout, stderr, exit code.
 struct Reply {
@@ -94,7 +96,7 @@ fn run() -> Reply {
         );
     }
     let k = bump(&dir, "calls");
-    let cmd = match Command::from_argv(&argv) {
+    let cmd = match argv::from_argv(&argv) {
         Ok(c) => c,
         Err(e) => return reply("", format!("sacctmgr: error: fake does not implement `{}`: {e}\n", rest.join(" ")), 1),
     };
