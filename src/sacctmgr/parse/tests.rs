@@ -1,7 +1,13 @@
 //! Unit tests and property tests of the snapshot parsers (real-output tests: tests/sacctmgr_real.rs).
 
+use super::rows::split_cells;
 use super::*;
+use crate::diag::Diagnostic;
+use crate::model::names::{Name, NameKind};
+use crate::model::values::{self, Fairshare, QosList, Tres};
+use crate::model::{AccountGraph, AccountRecord, Assoc, AssocData, ClusterState, Limits, Qos, State, UserKey};
 use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn n(s: &str) -> Name {
     Name::strict(s, NameKind::User).unwrap()
