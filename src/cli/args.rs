@@ -73,9 +73,9 @@ pub enum Cmd {
     /// Draw the account tree per cluster (Graphviz DOT or Mermaid), with a plan's changes coloured
     Graph(super::graph::GraphArgs),
     /// Print shell completions (bash, zsh, fish) generated from this command line
-    Completions(super::graph::CompletionsArgs),
+    Completions(super::generate::CompletionsArgs),
     /// Print the man page (roff) generated from this command line
-    Man(super::graph::ManArgs),
+    Man(super::generate::ManArgs),
     /// Waldur integration: fetch from the Waldur API, build a desired state with the site agent's config
     #[command(subcommand)]
     Waldur(super::waldur::WaldurCmd),

@@ -27,8 +27,8 @@ pub fn run(cli: Cli) -> Outcome {
         Cmd::Doctor(a) => super::doctor::run(&g, a),
         Cmd::Export(a) => super::export::run(&g, a),
         Cmd::Graph(a) => super::graph::run(&g, a),
-        Cmd::Completions(a) => super::graph::completions(a),
-        Cmd::Man(a) => super::graph::man(a),
+        Cmd::Completions(a) => super::generate::completions(a),
+        Cmd::Man(a) => super::generate::man(a),
         Cmd::Waldur(c) => super::waldur::run(&g, c),
     }
 }

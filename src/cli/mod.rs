@@ -12,10 +12,11 @@ mod commands;
 mod doctor;
 mod drift;
 mod export;
+mod generate;
 mod graph;
 mod waldur;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use clap::Parser;
 
@@ -90,4 +91,9 @@ pub fn main() -> i32 {
             f.code
         }
     }
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(bytes).and_then(|_| o.flush()).map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))
 }
