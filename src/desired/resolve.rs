@@ -8,11 +8,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Decl, DeclaredUser, Desired, Scope};
+use super::{Decl, DeclaredUser, Desired, DesiredCluster, Scope};
 use crate::diag::{Diagnostic, Location};
 use crate::model::names::root;
 use crate::model::{
-    AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, InOrder, Name, QosList, State, UserKey, user_index,
+    AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, InOrder, Name, Qos, QosList, State, UserIndex,
+    UserKey, user_index,
 };
 use crate::sacctmgr::sim;
 
@@ -53,6 +54,8 @@ fn replace_run<'a>(
     }
 }
 
+/// The complete desired state: the current one with what the file manages replaced, after
+/// every check that needs the current state (see the module comment).
 pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
@@ -69,19 +72,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
     };
     let mut managed_all = BTreeMap::new();
     let mut after: Vec<sim::SimError> = Vec::new();
-
-    // QoS: the attributes a declared QoS gives replace the current ones (the others are not
-    // managed: a QoS is shared by the whole site); managed undeclared ones go.
-    for (name, q) in &d.qos {
-        let fields = d.qos_managed.get(name).copied().unwrap_or_default();
-        state.qos.insert(name.clone(), fields.over(q, current.qos.get(name)));
-    }
-    let doomed_qos: Vec<Name> =
-        current.qos.keys().filter(|n| !d.qos.contains_key(*n) && d.scope.manages_qos(n)).cloned().collect();
-    for n in &doomed_qos {
-        state.qos.remove(n);
-    }
-
+    let doomed_qos = resolve_qos(d, current, &mut state);
     for (cname, dc) in &d.clusters {
         let Some(cur) = current.clusters.get(cname) else {
             errors.push(
@@ -91,213 +82,13 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             );
             continue;
         };
-        let managed: BTreeSet<Name> = cur
-            .accounts
-            .names()
-            .into_iter()
-            .filter(|n| is_managed(&d.scope, dc.accounts.contains_key(*n), n, &cur.accounts))
-            .cloned()
-            .chain(dc.accounts.keys().cloned())
-            .collect();
-        // Accounts: unmanaged ones from current, managed ones from desired.
-        let mut items: Vec<(Name, Option<Name>, Assoc)> = Vec::new();
-        for (name, parent, assoc) in cur.accounts.iter_sorted() {
-            let declared = dc.accounts.contains_key(name);
-            if declared {
-                continue;
-            }
-            if managed.contains(name) {
-                if name == &root() {
-                    items.push((name.clone(), None, assoc.clone()));
-                    continue;
-                }
-                if d.protect.contains(name) {
-                    errors.push(
-                        Diagnostic::error(
-                            "protected",
-                            format!("account `{name}` on `{cname}` is protected but the desired state removes it"),
-                        )
-                        .at(d.location(&Decl::Cluster(cname.clone())))
-                        .hint(format!("declare `{name}` under clusters.{cname}.accounts, or remove it from `protect`")),
-                    );
-                    items.push((name.clone(), parent.cloned(), assoc.clone()));
-                }
-                continue;
-            }
-            items.push((name.clone(), parent.cloned(), assoc.clone()));
-            if let Some(p) = parent
-                && managed.contains(p)
-                && !dc.accounts.contains_key(p)
-                && p != &root()
-                && !d.protect.contains(p)
-            {
-                errors.push(
-                    Diagnostic::error("orphaned-unmanaged", format!(
-                        "account `{name}` on `{cname}` is not managed, but its parent `{p}` is removed by the desired state"
-                    ))
-                    .at(d.location(&Decl::Cluster(cname.clone())))
-                    .hint(format!("declare `{p}`, or move `{name}` elsewhere first")),
-                );
-            }
-        }
-        for (name, da) in &dc.accounts {
-            let parent = if name == &root() { None } else { Some(da.parent.clone()) };
-            items.push((name.clone(), parent, da.assoc.clone()));
-        }
-        let accounts = match AccountGraph::build(items) {
-            Ok(mut g) => {
-                keep_equal_qos_lists(&mut g, dc.accounts.keys(), &cur.accounts);
-                g
-            }
-            Err(errs) => {
-                for e in errs {
-                    let (msg, key, hint) = match &e {
-                        GraphError::MissingParent { child, parent } => (
-                            format!("parent `{parent}` of account `{child}` does not exist on cluster `{cname}`"),
-                            Decl::Account(cname.clone(), child.clone()),
-                            format!("declare `{parent}` under clusters.{cname}.accounts or use an existing account"),
-                        ),
-                        GraphError::Cycle(v) => (
-                            format!(
-                                "accounts on `{cname}` would form a cycle of parents: {}",
-                                v.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-                            ),
-                            Decl::Cluster(cname.clone()),
-                            "give one of them a parent outside the cycle".to_string(),
-                        ),
-                        other => (other.to_string(), Decl::Cluster(cname.clone()), "fix the account tree".to_string()),
-                    };
-                    errors.push(Diagnostic::error("bad-tree", msg).at(d.location(&key)).hint(hint));
-                }
-                continue;
-            }
-        };
-        // Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones.
-        // `sources` walks them account by account in name order, so in key order.
-        let users_of = |a| {
-            let managed = managed.contains(a);
-            let declared = if managed { dc.users.of_account(a) } else { &[] };
-            let kept = (!managed).then(|| cur.users_of_account(a)).into_iter().flatten();
-            declared.iter().map(|u| (&u.key, &u.assoc)).chain(kept)
-        };
-        let names = accounts.names();
-        let sources = || names.iter().flat_map(|a| users_of(a));
-        let (users, index, defaults, broken) = std::thread::scope(|s| {
-            // The other core: the user map, then slurmdbd's rules per account (they need no
-            // index); this one: the index, DefaultAccounts and the rules per user.
-            let users = s.spawn(|| {
-                // The current map with the runs of managed accounts replaced by the declared
-                // ones: a copy, node by node, and a walk of the runs, instead of collecting a
-                // million entries into a new map (~3x the time).
-                let mut users = cur.users.clone();
-                for a in &managed {
-                    replace_run(&mut users, cur.users_of_account(a), dc.users.of_account(a));
-                }
-                (users, sim::check_accounts_parts(cname, &accounts, users_of))
-            });
-            let index = user_index(sources().map(|(k, _)| k));
-            // DefaultAccounts: declared, else current if still associated, else the first remaining.
-            // Settled in user order, so collected in a list and bulk-built.
-            let mut defaults: Vec<(Name, Name)> = Vec::with_capacity(index.len());
-            // The current DefaultAccounts are in user order too: walked beside the index.
-            let mut current_defaults = InOrder::new(&cur.defaults);
-            for (user, accts) in index.iter() {
-                let current_default = current_defaults.get(user);
-                if let Some(want) = dc.defaults.get(user) {
-                    if accts.contains(want) {
-                        defaults.push((user.clone(), want.clone()));
-                    } else {
-                        errors.push(
-                            Diagnostic::error(
-                                "default-account-not-associated",
-                                format!(
-                                    "user `{user}` on `{cname}` has default_account `{want}` but no association with it"
-                                ),
-                            )
-                            .at(d.location(&Decl::User(cname.clone(), user.clone())))
-                            .hint(format!(
-                                "add `{user}` to the users of `{want}`, or choose one of: {}",
-                                accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
-                            )),
-                        );
-                    }
-                    continue;
-                }
-                match current_default {
-                    Some(cd) if accts.contains(cd) => {
-                        defaults.push((user.clone(), cd.clone()));
-                    }
-                    old => {
-                        let first = accts.first().expect("non-empty").clone();
-                        if let Some(old) = old {
-                            warnings.push(
-                                Diagnostic::warning("default-account-moved", format!(
-                                    "user `{user}` on `{cname}` loses DefaultAccount `{old}`; it will move to `{first}` (first remaining association, by name)"
-                                ))
-                                .hint(format!("set clusters.{cname}.users.{user}.default_account to choose")),
-                            );
-                        }
-                        defaults.push((user.clone(), first));
-                    }
-                }
-            }
-            let defaults: BTreeMap<Name, Name> = defaults.into_iter().collect();
-            // slurmdbd's rules on the rebuilt cluster (used below only if nothing else failed):
-            // the same checks as `sim::check_cluster`, split over the two cores.
-            let broken_users = sim::check_defaults_parts(cname, &defaults, &index);
-            let (users, mut broken) = users.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-            broken.extend(broken_users);
-            (users, index, defaults, broken)
-        });
-        let mut new = ClusterState { accounts, users, ..Default::default() };
-        for (user, want) in &dc.defaults {
-            if !index.contains_key(user) {
-                errors.push(
-                    Diagnostic::error(
-                        "default-account-not-associated",
-                        format!(
-                            "user `{user}` on `{cname}` has default_account `{want}` but no association on the cluster"
-                        ),
-                    )
-                    .at(d.location(&Decl::User(cname.clone(), (*user).clone())))
-                    .hint(format!("add `{user}` to the users of `{want}`")),
-                );
-            }
-        }
-        new.defaults = defaults;
-        // Referenced QoS must exist.
-        let mut referenced: BTreeMap<Name, Decl> = BTreeMap::new();
-        let mut note = |a: &Assoc, what: &dyn Fn() -> Decl| {
-            let set = match &a.qos {
-                QosList::Set(s) => Some(s),
-                _ => None,
-            };
-            for n in a.default_qos.iter().chain(set.into_iter().flatten()) {
-                if !referenced.contains_key(n) {
-                    referenced.insert(n.clone(), what());
-                }
-            }
-        };
-        for (name, da) in &dc.accounts {
-            note(&da.assoc, &|| Decl::Account(cname.clone(), name.clone()));
-        }
-        for (k, a) in dc.users.iter() {
-            note(a, &|| Decl::UserAssoc(cname.clone(), k.clone()));
-        }
-        for (q, key) in referenced {
-            if !state.qos.contains_key(&q) {
-                errors.push(
-                    Diagnostic::error(
-                        "missing-qos",
-                        format!("QoS `{q}` is used on `{cname}` but does not exist in slurmdbd and is not declared"),
-                    )
-                    .at(d.location(&key))
-                    .hint(format!(
-                        "declare it under `qos:` (slurmplan creates it) or create it with `sacctmgr -i add qos {q}`"
-                    )),
-                );
-            }
-        }
+        let managed = managed_accounts(d, dc, cur);
+        let Some(accounts) = account_tree(d, cname, dc, cur, &managed, &mut errors) else { continue };
+        let (users, index, defaults, broken) =
+            users_and_defaults(d, cname, dc, cur, &managed, &accounts, &mut errors, &mut warnings);
+        check_declared_defaults(d, cname, dc, &index, &mut errors);
+        let new = ClusterState { accounts, users, defaults, ..Default::default() };
+        check_referenced_qos(d, cname, dc, &state.qos, &mut errors);
         // The rebuilt cluster must obey slurmdbd's rules (checked below; clusters the file
         // does not declare are copied unchanged).
         if errors.is_empty() {
@@ -315,8 +106,303 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         };
         state.accounts.insert(name.clone(), merged);
     }
-    // QoS removed while still used by what remains.
+    check_doomed_qos(&doomed_qos, &state, &mut errors);
+    if errors.is_empty() {
+        check_rules(d, current, after, &mut errors);
+    }
+    if errors.is_empty() {
+        Ok(Resolved { state, warnings, managed: managed_all })
+    } else {
+        errors.extend(warnings);
+        Err(errors)
+    }
+}
+
+/// QoS: the attributes a declared QoS gives replace the current ones (the others are not
+/// managed: a QoS is shared by the whole site); managed undeclared ones go. Returns those.
+fn resolve_qos(d: &Desired, current: &State, state: &mut State) -> Vec<Name> {
+    for (name, q) in &d.qos {
+        let fields = d.qos_managed.get(name).copied().unwrap_or_default();
+        state.qos.insert(name.clone(), fields.over(q, current.qos.get(name)));
+    }
+    let doomed_qos: Vec<Name> =
+        current.qos.keys().filter(|n| !d.qos.contains_key(*n) && d.scope.manages_qos(n)).cloned().collect();
     for n in &doomed_qos {
+        state.qos.remove(n);
+    }
+    doomed_qos
+}
+
+/// The managed accounts of a cluster: current ones in the managed scope, and every declared one.
+fn managed_accounts(d: &Desired, dc: &DesiredCluster, cur: &ClusterState) -> BTreeSet<Name> {
+    cur.accounts
+        .names()
+        .into_iter()
+        .filter(|n| is_managed(&d.scope, dc.accounts.contains_key(*n), n, &cur.accounts))
+        .cloned()
+        .chain(dc.accounts.keys().cloned())
+        .collect()
+}
+
+/// The desired account tree of a cluster: unmanaged accounts from the current one, managed ones
+/// from the file. Reports protected accounts the file removes, unmanaged accounts it orphans,
+/// and a tree that does not hold (None then).
+fn account_tree(
+    d: &Desired,
+    cname: &Name,
+    dc: &DesiredCluster,
+    cur: &ClusterState,
+    managed: &BTreeSet<Name>,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<AccountGraph> {
+    let mut items: Vec<(Name, Option<Name>, Assoc)> = Vec::new();
+    for (name, parent, assoc) in cur.accounts.iter_sorted() {
+        let declared = dc.accounts.contains_key(name);
+        if declared {
+            continue;
+        }
+        if managed.contains(name) {
+            if name == &root() {
+                items.push((name.clone(), None, assoc.clone()));
+                continue;
+            }
+            if d.protect.contains(name) {
+                errors.push(
+                    Diagnostic::error(
+                        "protected",
+                        format!("account `{name}` on `{cname}` is protected but the desired state removes it"),
+                    )
+                    .at(d.location(&Decl::Cluster(cname.clone())))
+                    .hint(format!("declare `{name}` under clusters.{cname}.accounts, or remove it from `protect`")),
+                );
+                items.push((name.clone(), parent.cloned(), assoc.clone()));
+            }
+            continue;
+        }
+        items.push((name.clone(), parent.cloned(), assoc.clone()));
+        if let Some(p) = parent
+            && managed.contains(p)
+            && !dc.accounts.contains_key(p)
+            && p != &root()
+            && !d.protect.contains(p)
+        {
+            errors.push(
+                Diagnostic::error("orphaned-unmanaged", format!(
+                    "account `{name}` on `{cname}` is not managed, but its parent `{p}` is removed by the desired state"
+                ))
+                .at(d.location(&Decl::Cluster(cname.clone())))
+                .hint(format!("declare `{p}`, or move `{name}` elsewhere first")),
+            );
+        }
+    }
+    for (name, da) in &dc.accounts {
+        let parent = if name == &root() { None } else { Some(da.parent.clone()) };
+        items.push((name.clone(), parent, da.assoc.clone()));
+    }
+    match AccountGraph::build(items) {
+        Ok(mut g) => {
+            keep_equal_qos_lists(&mut g, dc.accounts.keys(), &cur.accounts);
+            Some(g)
+        }
+        Err(errs) => {
+            for e in errs {
+                let (msg, key, hint) = match &e {
+                    GraphError::MissingParent { child, parent } => (
+                        format!("parent `{parent}` of account `{child}` does not exist on cluster `{cname}`"),
+                        Decl::Account(cname.clone(), child.clone()),
+                        format!("declare `{parent}` under clusters.{cname}.accounts or use an existing account"),
+                    ),
+                    GraphError::Cycle(v) => (
+                        format!(
+                            "accounts on `{cname}` would form a cycle of parents: {}",
+                            v.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                        ),
+                        Decl::Cluster(cname.clone()),
+                        "give one of them a parent outside the cycle".to_string(),
+                    ),
+                    other => (other.to_string(), Decl::Cluster(cname.clone()), "fix the account tree".to_string()),
+                };
+                errors.push(Diagnostic::error("bad-tree", msg).at(d.location(&key)).hint(hint));
+            }
+            None
+        }
+    }
+}
+
+/// What `users_and_defaults` makes: the user map, the user index, the DefaultAccounts, and what
+/// breaks slurmdbd's rules on the rebuilt cluster.
+type UsersAndDefaults = (BTreeMap<UserKey, Assoc>, UserIndex, BTreeMap<Name, Name>, Vec<sim::SimError>);
+
+/// Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones. Then
+/// the DefaultAccounts (`choose_defaults`) and slurmdbd's rules on the result, split over two
+/// cores (the user map and the rules per account on one, the index, the defaults and the rules
+/// per user on this one).
+#[allow(clippy::too_many_arguments)]
+fn users_and_defaults(
+    d: &Desired,
+    cname: &Name,
+    dc: &DesiredCluster,
+    cur: &ClusterState,
+    managed: &BTreeSet<Name>,
+    accounts: &AccountGraph,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) -> UsersAndDefaults {
+    // `sources` walks them account by account in name order, so in key order.
+    let users_of = |a| {
+        let managed = managed.contains(a);
+        let declared = if managed { dc.users.of_account(a) } else { &[] };
+        let kept = (!managed).then(|| cur.users_of_account(a)).into_iter().flatten();
+        declared.iter().map(|u| (&u.key, &u.assoc)).chain(kept)
+    };
+    let names = accounts.names();
+    let sources = || names.iter().flat_map(|a| users_of(a));
+    std::thread::scope(|s| {
+        let users = s.spawn(|| {
+            // The current map with the runs of managed accounts replaced by the declared ones:
+            // a copy, node by node, and a walk of the runs, instead of collecting every entry
+            // into a new map (docs/performance.md).
+            let mut users = cur.users.clone();
+            for a in managed {
+                replace_run(&mut users, cur.users_of_account(a), dc.users.of_account(a));
+            }
+            (users, sim::check_accounts_parts(cname, accounts, users_of))
+        });
+        let index = user_index(sources().map(|(k, _)| k));
+        let defaults = choose_defaults(d, cname, dc, cur, &index, errors, warnings);
+        // slurmdbd's rules on the rebuilt cluster (used only if nothing else failed): the same
+        // checks as `sim::check_cluster`, split over the two cores.
+        let broken_users = sim::check_defaults_parts(cname, &defaults, &index);
+        let (users, mut broken) = users.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        broken.extend(broken_users);
+        (users, index, defaults, broken)
+    })
+}
+
+/// DefaultAccounts: declared, else current if still associated, else the first remaining
+/// (with a warning). Settled in user order, so collected in a list and bulk-built; the current
+/// DefaultAccounts are in user order too, walked beside the index.
+fn choose_defaults(
+    d: &Desired,
+    cname: &Name,
+    dc: &DesiredCluster,
+    cur: &ClusterState,
+    index: &UserIndex,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) -> BTreeMap<Name, Name> {
+    let mut defaults: Vec<(Name, Name)> = Vec::with_capacity(index.len());
+    let mut current_defaults = InOrder::new(&cur.defaults);
+    for (user, accts) in index.iter() {
+        let current_default = current_defaults.get(user);
+        if let Some(want) = dc.defaults.get(user) {
+            if accts.contains(want) {
+                defaults.push((user.clone(), want.clone()));
+            } else {
+                errors.push(
+                    Diagnostic::error(
+                        "default-account-not-associated",
+                        format!("user `{user}` on `{cname}` has default_account `{want}` but no association with it"),
+                    )
+                    .at(d.location(&Decl::User(cname.clone(), user.clone())))
+                    .hint(format!(
+                        "add `{user}` to the users of `{want}`, or choose one of: {}",
+                        accts.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+                    )),
+                );
+            }
+            continue;
+        }
+        match current_default {
+            Some(cd) if accts.contains(cd) => {
+                defaults.push((user.clone(), cd.clone()));
+            }
+            old => {
+                let first = accts.first().expect("non-empty").clone();
+                if let Some(old) = old {
+                    warnings.push(
+                        Diagnostic::warning("default-account-moved", format!(
+                            "user `{user}` on `{cname}` loses DefaultAccount `{old}`; it will move to `{first}` (first remaining association, by name)"
+                        ))
+                        .hint(format!("set clusters.{cname}.users.{user}.default_account to choose")),
+                    );
+                }
+                defaults.push((user.clone(), first));
+            }
+        }
+    }
+    defaults.into_iter().collect()
+}
+
+/// A declared default_account of a user without any association on the cluster.
+fn check_declared_defaults(
+    d: &Desired,
+    cname: &Name,
+    dc: &DesiredCluster,
+    index: &UserIndex,
+    errors: &mut Vec<Diagnostic>,
+) {
+    for (user, want) in &dc.defaults {
+        if !index.contains_key(user) {
+            errors.push(
+                Diagnostic::error(
+                    "default-account-not-associated",
+                    format!(
+                        "user `{user}` on `{cname}` has default_account `{want}` but no association on the cluster"
+                    ),
+                )
+                .at(d.location(&Decl::User(cname.clone(), (*user).clone())))
+                .hint(format!("add `{user}` to the users of `{want}`")),
+            );
+        }
+    }
+}
+
+/// QoS the cluster's declared associations name must exist (after the file's own QoS).
+fn check_referenced_qos(
+    d: &Desired,
+    cname: &Name,
+    dc: &DesiredCluster,
+    qos: &BTreeMap<Name, Qos>,
+    errors: &mut Vec<Diagnostic>,
+) {
+    let mut referenced: BTreeMap<Name, Decl> = BTreeMap::new();
+    let mut note = |a: &Assoc, what: &dyn Fn() -> Decl| {
+        let set = match &a.qos {
+            QosList::Set(s) => Some(s),
+            _ => None,
+        };
+        for n in a.default_qos.iter().chain(set.into_iter().flatten()) {
+            if !referenced.contains_key(n) {
+                referenced.insert(n.clone(), what());
+            }
+        }
+    };
+    for (name, da) in &dc.accounts {
+        note(&da.assoc, &|| Decl::Account(cname.clone(), name.clone()));
+    }
+    for (k, a) in dc.users.iter() {
+        note(a, &|| Decl::UserAssoc(cname.clone(), k.clone()));
+    }
+    for (q, key) in referenced {
+        if !qos.contains_key(&q) {
+            errors.push(
+                Diagnostic::error(
+                    "missing-qos",
+                    format!("QoS `{q}` is used on `{cname}` but does not exist in slurmdbd and is not declared"),
+                )
+                .at(d.location(&key))
+                .hint(format!(
+                    "declare it under `qos:` (slurmplan creates it) or create it with `sacctmgr -i add qos {q}`"
+                )),
+            );
+        }
+    }
+}
+
+/// QoS removed while still used by what remains.
+fn check_doomed_qos(doomed_qos: &[Name], state: &State, errors: &mut Vec<Diagnostic>) {
+    for n in doomed_qos {
         for (cname, c) in &state.clusters {
             let used =
                 c.accounts.iter_sorted().iter().any(|(_, _, a)| uses(a, n)) || c.users.values().any(|a| uses(a, n));
@@ -328,28 +414,21 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             }
         }
     }
-    if errors.is_empty() {
-        // The result must obey slurmdbd's rules (only report what the current state lacks).
-        let before: BTreeSet<String> = if after.is_empty() {
-            BTreeSet::new()
-        } else {
-            sim::check_state(current).into_iter().map(|e| e.0).collect()
-        };
-        for e in after {
-            if !before.contains(&e.0) {
-                errors.push(
-                    Diagnostic::error("invalid-desired", format!("the desired state breaks a Slurm rule {}", e.0))
-                        .at_opt(Some(Location { file: d.path.clone(), line: 0, column: 0 }))
-                        .hint("give the association a QoS list that contains its DefaultQOS"),
-                );
-            }
+}
+
+/// The result must obey slurmdbd's rules: `after` holds what the rebuilt clusters break; only
+/// what the current state does not already break is reported.
+fn check_rules(d: &Desired, current: &State, after: Vec<sim::SimError>, errors: &mut Vec<Diagnostic>) {
+    let before: BTreeSet<String> =
+        if after.is_empty() { BTreeSet::new() } else { sim::check_state(current).into_iter().map(|e| e.0).collect() };
+    for e in after {
+        if !before.contains(&e.0) {
+            errors.push(
+                Diagnostic::error("invalid-desired", format!("the desired state breaks a Slurm rule {}", e.0))
+                    .at_opt(Some(Location { file: d.path.clone(), line: 0, column: 0 }))
+                    .hint("give the association a QoS list that contains its DefaultQOS"),
+            );
         }
-    }
-    if errors.is_empty() {
-        Ok(Resolved { state, warnings, managed: managed_all })
-    } else {
-        errors.extend(warnings);
-        Err(errors)
     }
 }
 
