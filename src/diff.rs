@@ -269,7 +269,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn n(s: &str) -> Name {
-        Name::strict(s, NameKind::User).unwrap()
+        Name::keep_case(s, NameKind::User).unwrap()
     }
 
     fn cluster(users: &BTreeMap<(String, String), u8>, defaults: &BTreeMap<String, String>) -> ClusterState {

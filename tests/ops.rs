@@ -714,14 +714,14 @@ fn gen_state(data: &[u8]) -> State {
 
 fn gen_options(data: &[u8]) -> ExportOptions {
     let mut ch = Ch { data, i: data.len().saturating_sub(3) };
-    let name = |s: &str| Name::strict(s, NameKind::Account).unwrap();
+    let name = |s: &str| Name::keep_case(s, NameKind::Account).unwrap();
     match ch.below(4) {
         0 => ExportOptions::default(),
         1 => ExportOptions { prefixes: vec!["p_".into(), "a".into()], ..Default::default() },
         2 => ExportOptions { roots: vec![name(ch.pick(&ACCOUNTS))], ..Default::default() },
         _ => ExportOptions {
             roots: vec![name("root")],
-            clusters: vec![Name::strict("c1", NameKind::Cluster).unwrap()],
+            clusters: vec![Name::keep_case("c1", NameKind::Cluster).unwrap()],
             ..Default::default()
         },
     }

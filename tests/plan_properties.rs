@@ -29,7 +29,7 @@ use slurmplan::sacctmgr::sim::{Sim, check_state};
 mod fake_argv;
 
 fn n(s: &str) -> Name {
-    Name::strict(s, NameKind::Account).unwrap()
+    Name::keep_case(s, NameKind::Account).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ fn project(body: &str, from: &[String], to: &[&str], fill: &[(&str, &str)]) -> S
 }
 
 fn n(s: &str) -> Name {
-    Name::strict(s, NameKind::User).unwrap()
+    Name::keep_case(s, NameKind::User).unwrap()
 }
 
 fn names(v: &[&str]) -> BTreeSet<Name> {

@@ -233,7 +233,7 @@ mod tests {
     }
 
     fn n(s: &str) -> crate::model::Name {
-        crate::model::Name::strict(s, crate::model::NameKind::Account).unwrap()
+        crate::model::Name::keep_case(s, crate::model::NameKind::Account).unwrap()
     }
 
     /// A plan that touches a QoS takes the global lock, before its clusters'; one that only

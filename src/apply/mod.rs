@@ -221,9 +221,9 @@ mod tests {
         assert!(unconverged(&expected, &expected, &plan).is_empty());
 
         let mut after = expected.clone();
-        let other = Name::strict("elsewhere", crate::model::NameKind::Cluster).unwrap();
+        let other = Name::keep_case("elsewhere", crate::model::NameKind::Cluster).unwrap();
         after.clusters.insert(other, ClusterState::with_root());
-        let q = Name::strict("someone_elses", crate::model::NameKind::Qos).unwrap();
+        let q = Name::keep_case("someone_elses", crate::model::NameKind::Qos).unwrap();
         after.qos.insert(q, Qos::default());
         assert!(unconverged(&after, &expected, &plan).is_empty(), "{:?}", unconverged(&after, &expected, &plan));
 

@@ -35,7 +35,7 @@ impl Rng {
 }
 
 fn n(s: &str) -> Name {
-    Name::strict(s, NameKind::Account).expect("generated names are valid")
+    Name::keep_case(s, NameKind::Account).expect("generated names are valid")
 }
 
 struct Acct {

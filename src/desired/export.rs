@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn a_default_qos_outside_its_own_list_is_a_warning() {
-        let n = |s: &str| Name::strict(s, crate::model::NameKind::Qos).unwrap();
+        let n = |s: &str| Name::keep_case(s, crate::model::NameKind::Qos).unwrap();
         let a: Assoc = crate::model::AssocData {
             qos: QosList::Set([n("hi")].into()),
             default_qos: Some(n("normal")),

@@ -485,7 +485,7 @@ mod tests {
         };
         assert_eq!(resolved("{}"), current.qos);
         let q = &resolved("{grp_submit_jobs: null, flags: []}")
-            [&crate::model::Name::strict("normal", crate::model::NameKind::Qos).unwrap()];
+            [&crate::model::Name::keep_case("normal", crate::model::NameKind::Qos).unwrap()];
         let cur = current.qos.values().next().unwrap();
         assert_eq!((q.grp_submit_jobs, q.flags.len()), (None, 0));
         assert_eq!((&q.grp_tres, q.max_wall, &q.description), (&cur.grp_tres, cur.max_wall, &cur.description));
@@ -547,7 +547,7 @@ mod replace_run_tests {
     use proptest::prelude::*;
 
     fn key(account: &str, user: &str, partition: &Option<String>) -> UserKey {
-        let n = |s: &str| Name::strict(s, NameKind::User).unwrap();
+        let n = |s: &str| Name::keep_case(s, NameKind::User).unwrap();
         UserKey { account: n(account), user: n(user), partition: partition.as_deref().map(n) }
     }
 
@@ -585,7 +585,7 @@ mod replace_run_tests {
                 declared.iter().map(|(key, assoc)| DeclaredUser { key: key.clone(), assoc: assoc.clone(), at: (1, 1) }).collect(),
             )
             .unwrap();
-            let managed: Vec<Name> = managed.iter().map(|a| Name::strict(a, NameKind::Account).unwrap()).collect();
+            let managed: Vec<Name> = managed.iter().map(|a| Name::keep_case(a, NameKind::Account).unwrap()).collect();
             let mut users = cur.users.clone();
             for a in &managed {
                 replace_run(&mut users, cur.users_of_account(a), listed.of_account(a));

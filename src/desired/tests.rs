@@ -11,7 +11,7 @@ const FIVE: &str = include_str!("../../tests/data/desired/five_errors.yaml");
 const UPPER: &str = include_str!("../../tests/data/desired/uppercase.yaml");
 
 fn n(s: &str) -> Name {
-    Name::strict(s, crate::model::NameKind::Account).unwrap()
+    Name::keep_case(s, crate::model::NameKind::Account).unwrap()
 }
 
 fn load(text: &str) -> Result<Desired, Vec<Diagnostic>> {
@@ -421,7 +421,7 @@ mod declared_users {
     use proptest::prelude::*;
 
     fn key(a: &str, u: &str, p: Option<&str>) -> UserKey {
-        let n = |s: &str| Name::strict(s, NameKind::Account).unwrap();
+        let n = |s: &str| Name::keep_case(s, NameKind::Account).unwrap();
         UserKey { account: n(a), user: n(u), partition: p.map(n) }
     }
 

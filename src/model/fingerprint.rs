@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn user_keys_are_written_as_serde_json_writes_them() {
-        let n = |s: &str| Name::strict(s, NameKind::User).unwrap();
+        let n = |s: &str| Name::keep_case(s, NameKind::User).unwrap();
         for key in [
             UserKey { account: n("phys"), user: n("u1.x-y"), partition: None },
             UserKey { account: n("a_b"), user: n("Alice"), partition: Some(n("gpu")) },

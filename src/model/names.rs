@@ -216,8 +216,8 @@ impl Name {
         Ok(Parsed { lowercased: needs_fold, name: Name::new(folded) })
     }
 
-    /// Parse and insist there was nothing to fold.
-    pub fn strict(input: &str, kind: NameKind) -> Result<Name, NameError> {
+    /// Parse with [`Name::parse`]'s checks, keeping the case as written (nothing is folded).
+    pub fn keep_case(input: &str, kind: NameKind) -> Result<Name, NameError> {
         Name::parse(input, kind, true).map(|p| p.name)
     }
 
@@ -275,7 +275,7 @@ impl Name {
 
     /// Build without validation. Only for literals known to be valid (`root`).
     pub fn from_static(s: &'static str) -> Name {
-        debug_assert!(Name::strict(s, NameKind::Account).is_ok());
+        debug_assert!(Name::keep_case(s, NameKind::Account).is_ok());
         Name::new(s)
     }
 }

@@ -338,7 +338,7 @@ impl AccountGraph {
         let Some(&pix) = self.index.get(parent) else {
             return Err(GraphError::MissingParent {
                 child: name,
-                parent: Name::strict(parent, super::names::NameKind::Account).unwrap_or_else(|_| root()),
+                parent: Name::keep_case(parent, super::names::NameKind::Account).unwrap_or_else(|_| root()),
             });
         };
         let ix = self.graph.add_node(AccountNode { name: name.clone(), assoc });
@@ -594,7 +594,7 @@ mod tests {
         fn user_index_matches_its_definition(
             raw in prop::collection::vec(("(u|user_nam|user_name_|user_name_x|user_name_long_)[0-9]{0,3}", "a[0-9]", prop::option::of("p[12]")), 0..60)
         ) {
-            let n = |s: &str| Name::strict(s, NameKind::User).unwrap();
+            let n = |s: &str| Name::keep_case(s, NameKind::User).unwrap();
             let keys: Vec<UserKey> = raw
                 .iter()
                 .map(|(u, a, p)| UserKey { account: n(a), user: n(u), partition: p.as_deref().map(n) })

@@ -689,7 +689,7 @@ mod tests {
     use crate::model::NameKind;
 
     fn n(s: &str) -> Name {
-        Name::strict(s, NameKind::Account).unwrap()
+        Name::keep_case(s, NameKind::Account).unwrap()
     }
 
     #[test]

@@ -793,7 +793,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn n(s: &str) -> Name {
-        Name::strict(s, NameKind::Account).unwrap()
+        Name::keep_case(s, NameKind::Account).unwrap()
     }
 
     fn add_user(user: &str, account: &str) -> Command {

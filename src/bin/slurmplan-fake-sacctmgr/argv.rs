@@ -12,11 +12,11 @@ fn parse_names(s: &str, kind: NameKind) -> Result<Vec<Name>, String> {
     if s.is_empty() {
         return Err("empty name list".into());
     }
-    s.split(',').map(|n| Name::strict(n, kind).map_err(|e| e.to_string())).collect()
+    s.split(',').map(|n| Name::keep_case(n, kind).map_err(|e| e.to_string())).collect()
 }
 
 fn parse_name(s: &str, kind: NameKind) -> Result<Name, String> {
-    Name::strict(s, kind).map_err(|e| e.to_string())
+    Name::keep_case(s, kind).map_err(|e| e.to_string())
 }
 
 /// `-1` = clear, else an integer.
@@ -266,7 +266,7 @@ mod tests {
     use super::*;
 
     fn n(s: &str) -> Name {
-        Name::strict(s, NameKind::Account).unwrap()
+        Name::keep_case(s, NameKind::Account).unwrap()
     }
 
     #[test]

@@ -565,7 +565,7 @@ fn defqos_violations(st: &State, cluster: &Name) -> String {
 /// FAIL_AT: the rejection as 22.05 prints it, naming the command's first target.
 fn injected_defqos_rejection(cmd: &Command, st: &State) -> String {
     let mut s = DEFQOS_HEAD.to_string();
-    let fallback = Name::strict("normal", slurmplan::model::NameKind::Qos).expect("valid");
+    let fallback = Name::keep_case("normal", slurmplan::model::NameKind::Qos).expect("valid");
     let cluster =
         cmd.cluster().cloned().unwrap_or_else(|| st.clusters.keys().next().cloned().unwrap_or(fallback.clone()));
     let c = st.clusters.get(&cluster);
@@ -595,7 +595,7 @@ fn injected_defqos_rejection(cmd: &Command, st: &State) -> String {
         }
         Command::Reparent { name, .. } => s.push_str(&defqos_line(def_of(name).as_str(), &cluster, name, None)),
         Command::AddQos { .. } | Command::ModifyQos { .. } | Command::DeleteQos { .. } => {
-            let root = Name::strict("root", slurmplan::model::NameKind::Account).expect("valid");
+            let root = Name::keep_case("root", slurmplan::model::NameKind::Account).expect("valid");
             s.push_str(&defqos_line(fallback.as_str(), &cluster, &root, None));
         }
     }

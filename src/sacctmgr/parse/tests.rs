@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 fn n(s: &str) -> Name {
-    Name::strict(s, NameKind::User).unwrap()
+    Name::keep_case(s, NameKind::User).unwrap()
 }
 
 fn raw(clusters: &str, assocs: &str, defaults: &str, descr: &str, org: &str, qos: &str) -> RawReads {
@@ -387,7 +387,7 @@ proptest! {
 }
 
 fn name_in(re: &'static str, kind: NameKind) -> impl Strategy<Value = Name> {
-    re.prop_map(move |s| Name::strict(&s, kind).unwrap())
+    re.prop_map(move |s| Name::keep_case(&s, kind).unwrap())
 }
 
 fn account_name() -> impl Strategy<Value = Name> {
