@@ -7,7 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 
 use crate::model::{AccountRecord, Assoc, InOrder, Name, Qos, State, UserKey};
 
@@ -245,11 +244,6 @@ pub fn diff(current: &State, desired: &State) -> Vec<Change> {
     out
 }
 
-/// Accounts whose effective QoS set differs between the two states (for lints).
-pub fn names_of(changes: &[Change]) -> BTreeSet<String> {
-    changes.iter().map(Change::address).collect()
-}
-
 /// The record fields a create must set: the desired ones, minus what the (global) account
 /// record already holds when the account exists on another cluster.
 pub fn new_record(want: Option<&AccountRecord>, have: Option<&AccountRecord>) -> AccountRecord {
@@ -267,6 +261,7 @@ mod tests {
     use crate::model::{ClusterState, NameKind};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+    use std::collections::BTreeSet;
 
     fn n(s: &str) -> Name {
         Name::keep_case(s, NameKind::User).unwrap()

@@ -171,16 +171,7 @@ fn tree_order(c: &ClusterState) -> Vec<Name> {
 }
 
 fn references_missing(a: &Assoc, state: &State) -> Vec<Name> {
-    let mut names: Vec<&Name> = a.default_qos.iter().collect();
-    match &a.qos {
-        QosList::Inherit => {}
-        QosList::Set(s) => names.extend(s),
-        QosList::Delta { add, remove } => {
-            names.extend(add);
-            names.extend(remove);
-        }
-    }
-    names.into_iter().filter(|q| !state.qos.contains_key(*q)).cloned().collect()
+    a.qos_names().filter(|q| !state.qos.contains_key(*q)).cloned().collect()
 }
 
 /// Export `state` for the scope in `opts`. Unknown clusters in `opts.clusters` are errors.

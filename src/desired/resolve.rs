@@ -404,9 +404,7 @@ fn check_referenced_qos(
 fn check_doomed_qos(doomed_qos: &[Name], state: &State, errors: &mut Vec<Diagnostic>) {
     for n in doomed_qos {
         for (cname, c) in &state.clusters {
-            let used =
-                c.accounts.iter_sorted().iter().any(|(_, _, a)| uses(a, n)) || c.users.values().any(|a| uses(a, n));
-            if used {
+            if c.uses_qos(n) {
                 errors.push(Diagnostic::error("qos-in-use", format!(
                     "QoS `{n}` matches managed.qos_prefixes and is not declared, but associations on `{cname}` still use it"
                 )).hint(format!("declare `{n}` under `qos:` or stop using it")));
@@ -450,15 +448,6 @@ fn keep_equal_qos_lists<'a>(g: &mut AccountGraph, declared: impl Iterator<Item =
             n.assoc.qos = now.assoc.qos.clone();
         }
     }
-}
-
-fn uses(a: &Assoc, q: &Name) -> bool {
-    a.default_qos.as_ref() == Some(q)
-        || match &a.qos {
-            QosList::Inherit => false,
-            QosList::Set(s) => s.contains(q),
-            QosList::Delta { add, remove } => add.contains(q) || remove.contains(q),
-        }
 }
 
 #[cfg(test)]

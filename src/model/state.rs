@@ -133,6 +133,23 @@ pub struct AssocData {
     pub default_qos: Option<Name>,
 }
 
+impl AssocData {
+    /// Every QoS the association names: its DefaultQOS, then its list (both sides of a delta).
+    pub fn qos_names(&self) -> impl Iterator<Item = &Name> {
+        let (first, second) = match &self.qos {
+            QosList::Inherit => (None, None),
+            QosList::Set(s) => (Some(s), None),
+            QosList::Delta { add, remove } => (Some(add), Some(remove)),
+        };
+        self.default_qos.iter().chain(first.into_iter().flatten()).chain(second.into_iter().flatten())
+    }
+
+    /// Does the association name QoS `q` (as its DefaultQOS or in its list)?
+    pub fn uses_qos(&self, q: &Name) -> bool {
+        self.qos_names().any(|n| n == q)
+    }
+}
+
 /// The account record, global across clusters. `None` = not managed (desired) / not read.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AccountRecord {
@@ -422,6 +439,11 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
+    /// Does any association on the cluster name QoS `q`?
+    pub fn uses_qos(&self, q: &Name) -> bool {
+        self.accounts.iter_sorted().iter().any(|(_, _, a)| a.uses_qos(q)) || self.users.values().any(|a| a.uses_qos(q))
+    }
+
     /// A cluster with only `root` (what `sacctmgr add cluster` creates).
     pub fn with_root() -> ClusterState {
         let accounts = AccountGraph::build([(root(), None, Assoc::default())]).expect("one root");

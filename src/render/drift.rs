@@ -109,14 +109,6 @@ impl DriftReport {
         }
     }
 
-    /// Number of drifted fields (CSV rows, not counting the header).
-    pub fn field_count(&self) -> usize {
-        self.objects
-            .iter()
-            .map(|o| o.fields.len() + usize::from(matches!(o.action, Action::Create | Action::Delete)))
-            .sum()
-    }
-
     /// Drifted objects per (cluster, kind); global kinds have cluster `None`.
     pub fn counts(&self) -> BTreeMap<(Option<String>, &'static str), usize> {
         let mut m = BTreeMap::new();

@@ -11,6 +11,16 @@ use std::collections::BTreeMap;
 use crate::model::values::join;
 use crate::model::{AccountRecord, Assoc, Fairshare, Limits, Name, Qos, QosList, Tres};
 
+/// A setting's value on the command line: the value, or `-1` (sacctmgr's word for "clear").
+fn or_clear<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-1".to_string(), |v| v.to_string())
+}
+
+/// TRES entries as `cpu=10,mem=-1` (`-1` clears that entry).
+fn tres_words(m: &BTreeMap<String, Option<u64>>) -> String {
+    m.iter().map(|(n, v)| format!("{n}={}", or_clear(*v))).collect::<Vec<_>>().join(",")
+}
+
 /// Serde for `Option<Option<T>>`: absent = no change, `null` = clear, value = set.
 mod double_option {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -76,10 +86,6 @@ impl Scalar {
             Scalar::MaxSubmitJobs => &mut l.max_submit_jobs,
             Scalar::MaxWall => &mut l.max_wall,
         }
-    }
-    /// Durations are shown in plans as minutes with a unit.
-    pub fn is_duration(self) -> bool {
-        matches!(self, Scalar::GrpWall | Scalar::MaxWall)
     }
 }
 
@@ -217,17 +223,13 @@ impl AssocSet {
     pub fn words(&self) -> Vec<String> {
         let mut w = Vec::new();
         if let Some(f) = &self.fairshare {
-            w.push(format!("Fairshare={}", f.map(|f| f.to_arg()).unwrap_or_else(|| "-1".into())));
+            w.push(format!("Fairshare={}", or_clear(f.map(|f| f.to_arg()))));
         }
         for (k, v) in &self.scalars {
-            w.push(format!("{}={}", k.keyword(), v.map(|v| v.to_string()).unwrap_or_else(|| "-1".into())));
+            w.push(format!("{}={}", k.keyword(), or_clear(*v)));
         }
         for (k, m) in &self.tres {
-            let parts: Vec<String> = m
-                .iter()
-                .map(|(n, v)| format!("{n}={}", v.map(|v| v.to_string()).unwrap_or_else(|| "-1".into())))
-                .collect();
-            w.push(format!("{}={}", k.keyword(), parts.join(",")));
+            w.push(format!("{}={}", k.keyword(), tres_words(m)));
         }
         if let Some(q) = &self.qos {
             w.push(match q {
@@ -237,7 +239,7 @@ impl AssocSet {
             });
         }
         if let Some(d) = &self.default_qos {
-            w.push(format!("defaultqos={}", d.as_ref().map(|n| n.as_str()).unwrap_or("-1")));
+            w.push(format!("defaultqos={}", or_clear(d.as_ref())));
         }
         w
     }
@@ -331,23 +333,17 @@ impl QosSet {
                 w.push(format!("Flags={}", f.iter().cloned().collect::<Vec<_>>().join(",")));
             }
         }
-        let tres = |m: &BTreeMap<String, Option<u64>>| {
-            m.iter()
-                .map(|(n, v)| format!("{n}={}", v.map(|v| v.to_string()).unwrap_or_else(|| "-1".into())))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         if !self.grp_tres.is_empty() {
-            w.push(format!("GrpTRES={}", tres(&self.grp_tres)));
+            w.push(format!("GrpTRES={}", tres_words(&self.grp_tres)));
         }
         if !self.grp_tres_mins.is_empty() {
-            w.push(format!("GrpTRESMins={}", tres(&self.grp_tres_mins)));
+            w.push(format!("GrpTRESMins={}", tres_words(&self.grp_tres_mins)));
         }
         if let Some(v) = self.grp_submit_jobs {
-            w.push(format!("GrpSubmitJobs={}", v.map(|v| v.to_string()).unwrap_or_else(|| "-1".into())));
+            w.push(format!("GrpSubmitJobs={}", or_clear(v)));
         }
         if let Some(v) = self.max_wall {
-            w.push(format!("MaxWall={}", v.map(|v| v.to_string()).unwrap_or_else(|| "-1".into())));
+            w.push(format!("MaxWall={}", or_clear(v)));
         }
         w
     }

@@ -112,8 +112,7 @@ impl Sim {
                         return err(format!("QoS `{n}` does not exist"));
                     }
                     for (cname, c) in &self.state.clusters {
-                        let used = c.accounts.iter_sorted().into_iter().any(|(_, _, a)| uses_qos(a, n))
-                            || c.users.values().any(|a| uses_qos(a, n));
+                        let used = c.uses_qos(n);
                         if used {
                             return err(format!("QoS `{n}` is still used by associations on `{cname}`"));
                         }
@@ -474,15 +473,6 @@ pub fn follow_up_name(user: &str) -> &str {
 pub fn like(pattern: &str, text: &str) -> bool {
     pattern.chars().count() == text.chars().count()
         && pattern.chars().zip(text.chars()).all(|(p, t)| p == '_' || p.to_lowercase().eq(t.to_lowercase()))
-}
-
-fn uses_qos(a: &Assoc, q: &Name) -> bool {
-    a.default_qos.as_ref() == Some(q)
-        || match &a.qos {
-            QosList::Inherit => false,
-            QosList::Set(s) => s.contains(q),
-            QosList::Delta { add, remove } => add.contains(q) || remove.contains(q),
-        }
 }
 
 fn show_key(k: &UserKey) -> String {
