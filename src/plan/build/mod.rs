@@ -1,16 +1,17 @@
 //! Ordering: turn (current, resolved desired) into the ordered, batched steps of a plan.
 //!
 //! Every step is applied to a [`Sim`] of slurmdbd as it is emitted; a step the simulator
-//! refuses is a planner bug and aborts planning (nothing half-valid is ever shown). Phases
-//! follow design.md section 5. Later phases compare the simulated state with the desired
-//! one, so anything an earlier phase had to defer (a QoS setting that was not yet valid at
-//! creation time) is picked up naturally. Pure: no I/O.
+//! refuses is a planner bug and aborts planning (nothing half-valid is ever shown). The phases
+//! and their order are those of docs/planning.md ("Phases, in execution order"), one file each
+//! here, each opening with what it may rely on. Later phases compare the simulated state with
+//! the desired one, so anything an earlier phase had to defer (a QoS setting that was not yet
+//! valid at creation time) is picked up naturally. Pure: no I/O.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diff::{Change, user_key_label};
 use crate::model::{Assoc, AssocData, ClusterState, Name, QosList, State, UserKey};
-use crate::sacctmgr::command::{AssocSet, Command, QosSet};
+use crate::sacctmgr::command::{AssocSet, Command};
 use crate::sacctmgr::sim::Sim;
 
 use super::lints::{self, Lint};
@@ -21,6 +22,7 @@ mod create_accounts;
 mod default_accounts;
 mod delete_accounts;
 mod limits;
+mod qos;
 mod qos_swap;
 mod remove_users;
 mod reparent;
@@ -30,6 +32,7 @@ use create_accounts::account_creates;
 use default_accounts::default_moves;
 use delete_accounts::account_deletes;
 use limits::{account_limits, account_records, limits};
+use qos::{qos_creates, qos_deletes};
 use qos_swap::qos_changes;
 use remove_users::user_removals;
 use reparent::reparents;
@@ -189,31 +192,7 @@ pub fn build_steps_and_lints(
         touched: touched_by(changes),
         lints: Vec::new(),
     };
-    // 1. QoS creates and updates (global).
-    for (name, q) in &desired.qos {
-        match b.sim.state.qos.get(name) {
-            None => {
-                let set = QosSet::between(&Default::default(), q);
-                b.emit(
-                    Phase::QosCreate,
-                    Command::AddQos { names: vec![name.clone()], set },
-                    vec![format!("qos.{name}")],
-                    None,
-                )?;
-            }
-            Some(cur) => {
-                let set = QosSet::between(cur, q);
-                if !set.is_empty() {
-                    b.emit(
-                        Phase::QosCreate,
-                        Command::ModifyQos { names: vec![name.clone()], set },
-                        vec![format!("qos.{name}")],
-                        None,
-                    )?;
-                }
-            }
-        }
-    }
+    qos_creates(&mut b, desired)?;
     // Order (docs/planning.md): creates and adds first, then DefaultAccount moves, removals
     // and deletes of leaves, re-parents, the remaining deletes, and only then QoS swaps and
     // limits, so associations on their way out never block a swap or a move.
@@ -248,11 +227,7 @@ pub fn build_steps_and_lints(
     for (cname, d) in &desired.clusters {
         limits(&mut b, cname, d)?;
     }
-    // QoS deletes last.
-    let gone: Vec<Name> = b.sim.state.qos.keys().filter(|n| !desired.qos.contains_key(*n)).cloned().collect();
-    for n in gone {
-        b.emit(Phase::QosDelete, Command::DeleteQos { names: vec![n.clone()] }, vec![format!("qos.{n}")], None)?;
-    }
+    qos_deletes(&mut b, desired)?;
     Ok((b.steps, b.lints))
 }
 

@@ -29,118 +29,12 @@ enum Target {
 /// (accounts top-down, then users); when stuck, widen the next pending association's list to
 /// old ∪ new and try again (sacctmgr.md section 4: widen, move user defaults, then swap).
 pub(super) fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
-    let mut pending: BTreeSet<Target> = BTreeSet::new();
-    {
-        let touched = b.touched(cname);
-        let c = b.cluster(cname);
-        for n in &touched.accounts {
-            let Some(want) = d.accounts.get(n.as_str()).map(|x| &x.assoc) else { continue };
-            if let Some(have) = c.accounts.get(n.as_str())
-                && qos_part(&have.assoc) != qos_part(want)
-            {
-                pending.insert(Target::Account(d.accounts.depth(n.as_str()), n.clone()));
-            }
-        }
-        for k in &touched.users {
-            let Some(want) = d.users.get(k) else { continue };
-            if let Some(have) = c.users.get(k)
-                && qos_part(have) != qos_part(want)
-            {
-                pending.insert(Target::User(k.clone()));
-            }
-        }
-    }
+    let mut pending = pending_targets(b, cname, d);
     let mut widened: BTreeSet<Target> = BTreeSet::new();
     while !pending.is_empty() {
-        // One pass: every final setting that is valid now, on associations that do not affect
-        // each other (no selected account above another selected one or above a selected
-        // user), batched by identical settings.
-        let mut selected_accounts: BTreeSet<Name> = BTreeSet::new();
-        let mut ready: Vec<(Target, Command, String)> = Vec::new();
-        for t in pending.clone() {
-            let c = b.cluster(cname);
-            let under_selected = |acct: &Name| {
-                selected_accounts.contains(acct)
-                    || c.accounts.ancestors(acct.as_str()).iter().any(|a| selected_accounts.contains(*a))
-            };
-            match &t {
-                Target::Account(_, n) => {
-                    if under_selected(n) {
-                        continue;
-                    }
-                    let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
-                    let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
-                    let mut next = have.clone();
-                    next.qos = want.qos.clone();
-                    next.default_qos = want.default_qos.clone();
-                    if sim::check_account_change(c, n, &next).is_err() {
-                        continue;
-                    }
-                    let set = qos_set(have, want);
-                    // Slurm 22.05 checks the user rows below (sim::check_user_rows_for_account_qos).
-                    if account_rows_block(c, n, &next, &set) {
-                        continue;
-                    }
-                    let cmd = Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set };
-                    selected_accounts.insert(n.clone());
-                    ready.push((t.clone(), cmd, acct_addr(cname, n)));
-                }
-                Target::User(k) => {
-                    if under_selected(&k.account) {
-                        continue;
-                    }
-                    let have = c.users.get(k).expect("exists");
-                    let want = d.users.get(k).expect("desired");
-                    let mut next = have.clone();
-                    next.qos = want.qos.clone();
-                    next.default_qos = want.default_qos.clone();
-                    if sim::check_user_change(c, k, &next).is_err() {
-                        continue;
-                    }
-                    // A final list without the account's coming DefaultQOS waits for it
-                    // (Slurm 22.05 checks the user rows when the account gets it).
-                    let account_pending = pending.iter().any(|p| matches!(p, Target::Account(_, a) if *a == k.account));
-                    let coming = d.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
-                    let has_now = c.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
-                    if account_pending
-                        && let Some(q) = coming
-                        && has_now != Some(q)
-                        && !matches!(want.qos, QosList::Inherit)
-                        && !c.user_effective_qos(k, &next).contains(q)
-                    {
-                        continue;
-                    }
-                    let set = qos_set(have, want);
-                    let cmd = Command::ModifyUser {
-                        cluster: cname.clone(),
-                        users: vec![k.user.clone()],
-                        account: k.account.clone(),
-                        partition: k.partition.clone(),
-                        set,
-                    };
-                    ready.push((t.clone(), cmd, user_addr(cname, k)));
-                }
-            }
-        }
-        let progressed = !ready.is_empty();
-        // batch: same command with another object list; keep the order of first appearance
-        // (each batch keyed by its command without objects; names gathered, then set once)
-        let mut batches: Vec<(Command, Vec<Name>, Vec<String>)> = Vec::new();
-        for (t, cmd, object) in ready {
-            pending.remove(&t);
-            let key = cmd.with_objects(Vec::new());
-            match batches.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, names, objects)) => {
-                    names.extend(cmd.objects().iter().cloned());
-                    objects.push(object);
-                }
-                None => batches.push((key, cmd.objects().to_vec(), vec![object])),
-            }
-        }
-        for (key, names, objects) in batches {
-            b.emit(Phase::QosSwap, key.with_objects(names), objects, None)?;
-        }
-        if progressed {
+        let ready = ready_now(b, cname, d, &pending);
+        if !ready.is_empty() {
+            emit_batched(b, &mut pending, ready)?;
             continue;
         }
         // Stuck on an account whose QoS change Slurm 22.05 refuses because of user rows under
@@ -149,44 +43,201 @@ pub(super) fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -
         if widen_users_for_account(b, cname, d, &mut pending, &mut widened)? {
             continue;
         }
-        // Stuck: widen the first pending association not yet widened.
-        let Some(t) = pending.iter().find(|t| !widened.contains(*t)).cloned() else {
-            return Err(PlanError::Unsafe {
-                command: format!("QoS changes on cluster `{cname}`"),
-                reason: "no order of commands keeps every DefaultQOS inside its QoS list".into(),
-            });
+        widen_next(b, cname, d, &pending, &mut widened)?;
+    }
+    Ok(())
+}
+
+/// The touched associations whose QoS list or DefaultQOS differs from the desired one.
+fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState) -> BTreeSet<Target> {
+    let mut pending: BTreeSet<Target> = BTreeSet::new();
+    let touched = b.touched(cname);
+    let c = b.cluster(cname);
+    for n in &touched.accounts {
+        let Some(want) = d.accounts.get(n.as_str()).map(|x| &x.assoc) else { continue };
+        if let Some(have) = c.accounts.get(n.as_str())
+            && qos_part(&have.assoc) != qos_part(want)
+        {
+            pending.insert(Target::Account(d.accounts.depth(n.as_str()), n.clone()));
+        }
+    }
+    for k in &touched.users {
+        let Some(want) = d.users.get(k) else { continue };
+        if let Some(have) = c.users.get(k)
+            && qos_part(have) != qos_part(want)
+        {
+            pending.insert(Target::User(k.clone()));
+        }
+    }
+    pending
+}
+
+/// One pass: every final setting that is valid now, on associations that do not affect each
+/// other (no selected account above another selected one or above a selected user), with the
+/// command and the address of each.
+fn ready_now(
+    b: &Builder<'_>,
+    cname: &Name,
+    d: &ClusterState,
+    pending: &BTreeSet<Target>,
+) -> Vec<(Target, Command, String)> {
+    let c = b.cluster(cname);
+    let mut selected_accounts: BTreeSet<Name> = BTreeSet::new();
+    let mut ready: Vec<(Target, Command, String)> = Vec::new();
+    for t in pending {
+        let under_selected = |acct: &Name| {
+            selected_accounts.contains(acct)
+                || c.accounts.ancestors(acct.as_str()).iter().any(|a| selected_accounts.contains(*a))
         };
-        widened.insert(t.clone());
-        let c = b.cluster(cname);
-        match &t {
+        match t {
             Target::Account(_, n) => {
-                let mut wide = c.accounts.effective_qos(n.as_str());
-                wide.extend(effective_in(d, n));
-                let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
-                if have.qos == QosList::Set(wide.clone()) {
+                if under_selected(n) {
                     continue;
                 }
-                let set = AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() };
-                b.emit(
-                    Phase::QosSwap,
-                    Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set },
-                    vec![acct_addr(cname, n)],
-                    Some("widen the QoS list first so every DefaultQOS stays valid"),
-                )?;
+                let Some(cmd) = account_final(c, cname, d, n) else { continue };
+                selected_accounts.insert(n.clone());
+                ready.push((t.clone(), cmd, acct_addr(cname, n)));
             }
             Target::User(k) => {
-                let have = c.users.get(k).expect("exists").clone();
-                let mut wide = c.user_effective_qos(k, &have);
-                let want = d.users.get(k).expect("desired");
-                wide.extend(d.user_effective_qos(k, want));
-                if have.qos == QosList::Set(wide.clone()) {
+                if under_selected(&k.account) {
                     continue;
                 }
-                emit_user_qos_list(b, cname, k, wide, "widen the QoS list first so every DefaultQOS stays valid")?;
+                let Some(cmd) = user_final(c, cname, d, k, pending) else { continue };
+                ready.push((t.clone(), cmd, user_addr(cname, k)));
             }
         }
     }
+    ready
+}
+
+/// The command giving account `n` its final QoS settings, if that is valid now.
+fn account_final(c: &ClusterState, cname: &Name, d: &ClusterState, n: &Name) -> Option<Command> {
+    let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
+    let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
+    let mut next = have.clone();
+    next.qos = want.qos.clone();
+    next.default_qos = want.default_qos.clone();
+    if sim::check_account_change(c, n, &next).is_err() {
+        return None;
+    }
+    let set = qos_set(have, want);
+    // Slurm 22.05 checks the user rows below (sim::check_user_rows_for_account_qos).
+    if account_rows_block(c, n, &next, &set) {
+        return None;
+    }
+    Some(Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set })
+}
+
+/// The command giving user association `k` its final QoS settings, if that is valid now and
+/// need not wait for its account.
+fn user_final(
+    c: &ClusterState,
+    cname: &Name,
+    d: &ClusterState,
+    k: &UserKey,
+    pending: &BTreeSet<Target>,
+) -> Option<Command> {
+    let have = c.users.get(k).expect("exists");
+    let want = d.users.get(k).expect("desired");
+    let mut next = have.clone();
+    next.qos = want.qos.clone();
+    next.default_qos = want.default_qos.clone();
+    if sim::check_user_change(c, k, &next).is_err() {
+        return None;
+    }
+    // A final list without the account's coming DefaultQOS waits for it
+    // (Slurm 22.05 checks the user rows when the account gets it).
+    let account_pending = pending.iter().any(|p| matches!(p, Target::Account(_, a) if *a == k.account));
+    let coming = d.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
+    let has_now = c.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
+    if account_pending
+        && let Some(q) = coming
+        && has_now != Some(q)
+        && !matches!(want.qos, QosList::Inherit)
+        && !c.user_effective_qos(k, &next).contains(q)
+    {
+        return None;
+    }
+    let set = qos_set(have, want);
+    Some(Command::ModifyUser {
+        cluster: cname.clone(),
+        users: vec![k.user.clone()],
+        account: k.account.clone(),
+        partition: k.partition.clone(),
+        set,
+    })
+}
+
+/// Emits the ready commands batched: the same command with another object list is merged into
+/// the first one's batch (in the order of first appearance; each batch keyed by its command
+/// without objects, names gathered, then set once).
+fn emit_batched(
+    b: &mut Builder<'_>,
+    pending: &mut BTreeSet<Target>,
+    ready: Vec<(Target, Command, String)>,
+) -> Result<(), PlanError> {
+    let mut batches: Vec<(Command, Vec<Name>, Vec<String>)> = Vec::new();
+    for (t, cmd, object) in ready {
+        pending.remove(&t);
+        let key = cmd.with_objects(Vec::new());
+        match batches.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, names, objects)) => {
+                names.extend(cmd.objects().iter().cloned());
+                objects.push(object);
+            }
+            None => batches.push((key, cmd.objects().to_vec(), vec![object])),
+        }
+    }
+    for (key, names, objects) in batches {
+        b.emit(Phase::QosSwap, key.with_objects(names), objects, None)?;
+    }
     Ok(())
+}
+
+/// Stuck: widen the first pending association not yet widened to its current effective list
+/// ∪ its desired one. Nothing left to widen: no order keeps every DefaultQOS valid.
+fn widen_next(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    d: &ClusterState,
+    pending: &BTreeSet<Target>,
+    widened: &mut BTreeSet<Target>,
+) -> Result<(), PlanError> {
+    let Some(t) = pending.iter().find(|t| !widened.contains(*t)).cloned() else {
+        return Err(PlanError::Unsafe {
+            command: format!("QoS changes on cluster `{cname}`"),
+            reason: "no order of commands keeps every DefaultQOS inside its QoS list".into(),
+        });
+    };
+    widened.insert(t.clone());
+    let c = b.cluster(cname);
+    match &t {
+        Target::Account(_, n) => {
+            let mut wide = c.accounts.effective_qos(n.as_str());
+            wide.extend(effective_in(d, n));
+            let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
+            if have.qos == QosList::Set(wide.clone()) {
+                return Ok(());
+            }
+            let set = AssocSet { qos: Some(QosList::Set(wide)), ..Default::default() };
+            b.emit(
+                Phase::QosSwap,
+                Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set },
+                vec![acct_addr(cname, n)],
+                Some("widen the QoS list first so every DefaultQOS stays valid"),
+            )
+        }
+        Target::User(k) => {
+            let have = c.users.get(k).expect("exists").clone();
+            let mut wide = c.user_effective_qos(k, &have);
+            let want = d.users.get(k).expect("desired");
+            wide.extend(d.user_effective_qos(k, want));
+            if have.qos == QosList::Set(wide.clone()) {
+                return Ok(());
+            }
+            emit_user_qos_list(b, cname, k, wide, "widen the QoS list first so every DefaultQOS stays valid")
+        }
+    }
 }
 
 /// Would Slurm 22.05 refuse giving account `n` the QoS settings of `next` (the command `set`)
