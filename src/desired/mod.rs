@@ -58,7 +58,7 @@ pub type LineColumn = (u32, u32);
 
 /// (line, column) in `Desired::path` of each declared object except user associations,
 /// whose locations sit next to them in [`DeclaredUsers`] (a site declares up to a million, and
-/// a second copy of each key only to find a line number on an error path cost ~60 MB).
+/// a second copy of each key only to find a line number on an error path is not worth it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Locations {
     pub(crate) decls: HashMap<Decl, LineColumn>,
@@ -119,10 +119,10 @@ pub struct DeclaredUser {
 ///
 /// A list rather than a map: a site declares up to a million, and they are only walked in
 /// order (resolve merges them into the desired state) or looked up on error paths; a B-tree of
-/// them cost ~100 MB and ~0.2 s to build at that size. They stay in declaration order, one
-/// run per account (the loader lists an account's users together): only the runs are put in
-/// account order, and each run in user order (usually it already is), instead of sorting a
-/// million entries by string comparisons (~0.2 s).
+/// them costs memory and time at that size (docs/performance.md). They stay in declaration
+/// order, one run per account (the loader lists an account's users together): only the runs
+/// are put in account order, and each run in user order (usually it already is), instead of
+/// sorting a million entries by string comparisons.
 #[derive(Debug, Clone, Default)]
 pub struct DeclaredUsers {
     users: Vec<DeclaredUser>,

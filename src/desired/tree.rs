@@ -224,7 +224,7 @@ mod fast {
         let mut stack: Vec<Open> = Vec::new();
         // Children of every open collection, innermost last. A closed collection moves its
         // children into a Vec of exactly their number: a million-entry file grows no vector
-        // by doubling (that cost ~0.45 s of reallocation and page faults at 1M associations).
+        // by doubling.
         let mut items: Vec<SNode> = Vec::new();
         let mut entries: Vec<(SNode, SNode)> = Vec::new();
         let mut root: Option<SNode> = None;

@@ -51,13 +51,13 @@ impl Scope {
                             break;
                         }
                         if let Some(node) = c.accounts.get(name.as_str()) {
-                            scope.qos.extend(qos_names(&node.assoc));
+                            scope.qos.extend(node.assoc.qos_names().cloned());
                         }
                         at = c.accounts.parent(name.as_str());
                     }
                     for (key, assoc) in c.users_of_account(a) {
                         sc.users.insert(key.user.clone());
-                        scope.qos.extend(qos_names(assoc));
+                        scope.qos.extend(assoc.qos_names().cloned());
                     }
                 }
             }
@@ -65,17 +65,6 @@ impl Scope {
         }
         scope
     }
-}
-
-fn qos_names(a: &Assoc) -> Vec<Name> {
-    use super::values::QosList;
-    let mut v: Vec<Name> = a.default_qos.iter().cloned().collect();
-    match &a.qos {
-        QosList::Inherit => {}
-        QosList::Set(s) => v.extend(s.iter().cloned()),
-        QosList::Delta { add, remove } => v.extend(add.iter().chain(remove).cloned()),
-    }
-    v
 }
 
 /// `sha256:<hex>` of the part of `state` in `scope`. An object of the scope that `state` does
@@ -160,7 +149,8 @@ impl Write for HashWriter {
 pub fn fingerprint(state: &State) -> String {
     // Buffered: serde_json writes many tiny pieces.
     let mut w = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
-    // serde_json of BTreeMap-backed data is deterministic; errors cannot happen on a Vec writer.
+    // serde_json of BTreeMap-backed data is deterministic; writes cannot fail: the buffer's
+    // writer is the hasher (`HashWriter`), which takes every byte.
     for (name, rec) in &state.accounts {
         let _ = writeln!(w, "R {name}");
         let _ = serde_json::to_writer(&mut w, rec);

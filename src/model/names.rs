@@ -41,8 +41,7 @@ impl fmt::Display for NameKind {
 /// are kept inline: making one needs no lookup, copying one no reference count, and two
 /// compare as one integer. Longer names are stored once per process in a table of long names
 /// (below) and held by their first 11 bytes and their index there. This is the one special
-/// structure for speed in the model (issue 7); everything else sees `as_str` and the usual
-/// traits.
+/// structure for speed in the model; everything else sees `as_str` and the usual traits.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Name(Repr);
 

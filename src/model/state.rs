@@ -488,7 +488,8 @@ impl ClusterState {
 /// user -> the accounts the user is associated with (any partition), both in name order.
 ///
 /// Two flat lists rather than a map of sets: a site has up to 200,000 users and a million
-/// associations, and every plan builds this (200,000 small sets cost ~0.2 s). Callers walk it
+/// associations, and every plan builds this (a small set per user costs far more; figures in
+/// docs/performance.md). Callers walk it
 /// in user order (often beside another map sorted by user) or look a user up.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UserIndex {

@@ -201,8 +201,8 @@ pub struct Diffed {
 /// The diff of the two states, made on a second core while this one copies `current` for
 /// the planner and fingerprints it (the diff takes about as long as the other two). The copy
 /// is made on this thread, which goes on to change and free it: a copy made on the other
-/// thread cost ~0.2 s more at a million associations (its memory is another thread's, and
-/// every change and free of it goes through the allocator's slow path).
+/// thread would be another thread's memory, and every change and free of it would go through
+/// the allocator's slow path.
 pub fn diff_states(current: &State, desired: &State) -> Diffed {
     std::thread::scope(|s| {
         let changes = s.spawn(|| diff::diff(current, desired));

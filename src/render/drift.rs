@@ -68,8 +68,8 @@ impl DriftReport {
     /// Build the report from the diff of current and (resolved) desired.
     pub fn new(desired: impl Into<String>, clusters: impl IntoIterator<Item = Name>, changes: &[Change]) -> Self {
         let mut objects: Vec<DriftObject> = Vec::new();
-        // address -> position in `objects` (a linear search per change was quadratic: ~0.4 s
-        // for the 20,000 changes of a 1% drift at a million associations).
+        // address -> position in `objects` (a linear search per change would be quadratic in
+        // the number of changes).
         let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for c in changes {
             let o = fields::object(c);

@@ -40,7 +40,7 @@ pub trait Runner: Sync {
     /// cap each (the output is stored in journals and messages).
     fn run(&self, args: &[String]) -> Result<Output, RunError>;
     /// Run sacctmgr with `args`, handing stdout to `sink` in pieces as it arrives, whatever its
-    /// size (a read of a million associations prints ~100 MB); `Output::stdout` is then empty and
+    /// size (a read of a million associations prints about a hundred megabytes); `Output::stdout` is then empty and
     /// stderr is kept up to the cap.
     fn stream(&self, args: &[String], sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError>;
     /// The full argv that `run(args)` executes (for journals and messages).

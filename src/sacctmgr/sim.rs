@@ -32,8 +32,8 @@ pub struct Sim {
     pub state: State,
     /// Counted when first needed: when a user loses the association of its DefaultAccount
     /// (is it gone from the cluster, or left with a dangling DefaultAccount?). Most plans,
-    /// including most that remove users, never need it; counting a million associations costs
-    /// about 0.15 s. Once counted, kept up to date by every add and removal.
+    /// including most that remove users, never need it, and counting walks every association.
+    /// Once counted, kept up to date by every add and removal.
     user_assocs: Option<UserCounts>,
 }
 

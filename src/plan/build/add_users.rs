@@ -44,8 +44,7 @@ pub(super) fn user_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> 
     // (`add user U account=A,B`): sacctmgr adds the cross product, which is exactly the wanted
     // set, for one call instead of one per account.
     // Only small teams: slurmdbd adds the associations of a multi-account `add user` several
-    // times slower each (22.05: 200 users x 4 accounts 7.9 s in one call, 4 x 0.85 s in four;
-    // 10 users x 2 accounts 0.74 s against 2 x 0.63 s; 24.11 alike at a third of the cost).
+    // times slower each (measured break-even: docs/planning.md, `CROSS_ADD_MAX_USERS`).
     let mut merged: BTreeMap<SameUsers, (Assoc, Vec<Name>)> = BTreeMap::new();
     let mut batches: Vec<(Vec<Name>, SameUsers, Assoc)> = Vec::new();
     for ((account, partition, settings), (assoc, users)) in groups {

@@ -41,7 +41,7 @@ pub fn parse_assoc_rows(src: &Source, columns: &[&str]) -> (Vec<AssocRow>, Vec<D
 }
 
 /// [`parse_assoc_rows`] one row at a time: the snapshot streams a million rows straight into
-/// its clusters instead of holding them all (~100 MB) first.
+/// its clusters instead of holding them all first.
 pub fn for_each_assoc_row(src: &Source, columns: &[&str], diags: &mut Vec<Diagnostic>, mut f: impl FnMut(AssocRow)) {
     if let Some(bad) = columns.iter().find(|c| !ASSOC_COLUMNS.iter().any(|k| k.eq_ignore_ascii_case(c))) {
         diags.push(error(src, 0, format!("unknown association column `{bad}`")));
@@ -254,7 +254,7 @@ struct ClusterBuilder {
     src: Source,
     per: BTreeMap<Name, PendingCluster>,
     /// Capacity for the first cluster's user rows: nearly every site has one cluster, and a
-    /// million rows grown by doubling cost ~0.3 s of copying and page faults.
+    /// million rows grown by doubling cost copying and page faults.
     first_capacity: usize,
 }
 
