@@ -46,22 +46,10 @@ pub struct StepFailure {
     pub output: String,
 }
 
-/// RFC 3339 UTC time (no clock crate).
+/// RFC 3339 UTC time to the second (`2026-12-03T17:32:05Z`). A time before 1970 (a clock set
+/// wrong) is written as the epoch rather than refused.
 pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    // civil-from-days (Howard Hinnant's algorithm)
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+    humantime::format_rfc3339_seconds(t.max(std::time::UNIX_EPOCH)).to_string()
 }
 
 /// Run every step in order; stop at the first failure, or after the running step when SIGINT
@@ -201,6 +189,19 @@ pub fn unconverged(after: &State, expected: &State, plan: &Plan) -> Vec<Change> 
 mod tests {
     use super::*;
     use crate::model::{ClusterState, Qos};
+
+    #[test]
+    fn rfc3339_to_the_second_in_utc() {
+        let at = |secs: u64| rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(at(4_102_444_799), "2099-12-31T23:59:59Z");
+        let sub_second = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_999);
+        assert_eq!(rfc3339(sub_second), "2023-11-14T22:13:20Z");
+        let before_1970 = std::time::UNIX_EPOCH - std::time::Duration::from_secs(10);
+        assert_eq!(rfc3339(before_1970), "1970-01-01T00:00:00Z");
+    }
 
     fn site_a() -> (State, Plan) {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/site-a");
