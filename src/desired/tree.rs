@@ -5,9 +5,10 @@
 //! instead of stopping at serde's first error. No I/O, no printing, no sacctmgr.
 //!
 //! Three builders, one result. serde-saphyr is the reference: it implements all of YAML the
-//! loader accepts (anchors, aliases, merge keys, tags) and gives the error messages. It costs
-//! about 3 s and several hundred MB on a million-association file, so two faster builders go
-//! first and decline (`None`) whatever they are not sure of:
+//! loader accepts (anchors, aliases, merge keys, tags) and gives the error messages. It is slow
+//! on a million-association file, so two faster builders go first and decline (`None`) whatever
+//! they are not sure of (why each earns its place, measured: docs/decisions.md and
+//! docs/performance.md):
 //! - `lines` reads block mappings and block sequences line by line, with single-line scalars
 //!   and flat flow collections as values: the shape people and slurmplan's generators write.
 //! - `fast` builds any plain YAML (no anchors, aliases, tags or merge keys) from the events of
@@ -331,8 +332,7 @@ mod fast {
 /// The line builder (see the module comment): block mappings and block sequences, one entry
 /// per line, whose values are single-line scalars or flat flow collections. That is how
 /// people and slurmplan's own generators write desired files, and reading it line by line
-/// skips the general parser's tokens and events (about three times faster on a million user
-/// names). It declines (`None`) anything else: tabs, non-ASCII text, CR line ends, document
+/// skips the general parser's tokens and events. It declines (`None`) anything else: tabs, non-ASCII text, CR line ends, document
 /// markers, anchors, tags, escapes, multi-line scalars, nested flow collections, and any line
 /// whose meaning it is not sure of. The other builders then take the document.
 mod lines {
@@ -340,7 +340,7 @@ mod lines {
 
     /// An open block collection: a mapping or a sequence. Its children sit on the builder's
     /// shared scratch stacks from `from` on, and move into a vector of exactly their number
-    /// when it closes (fifty thousand small mappings grown by doubling cost ~0.1 s).
+    /// when it closes (so fifty thousand small mappings are not grown by doubling).
     struct Open<'a> {
         /// 0-based column of its keys or dashes.
         indent: usize,
