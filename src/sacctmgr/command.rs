@@ -3,7 +3,8 @@
 //! Every write slurmplan can issue is a `Command`; `argv()` is the one place that turns it into
 //! words. Rules enforced here: `-i` always; every modify/delete has `where` with explicit names;
 //! every association command carries `cluster=`. QoS objects are global in slurmdbd, so QoS
-//! commands carry names but no cluster. This module spawns nothing and prints nothing.
+//! commands carry names but no cluster. This module spawns nothing, prints nothing, and parses
+//! no argv (the fake sacctmgr's parser is its own: src/bin/slurmplan-fake-sacctmgr/argv.rs).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
