@@ -991,3 +991,67 @@ fn removing_a_user_with_underscore_leaves_lookalikes() {
     s.converge(&without);
     assert!(!assocs(&s.cluster).iter().any(|r| r.contains(&format!("|{user}|"))));
 }
+
+/// Slurm 22.05 lets a user's default rows go while the user keeps others: the user is left with
+/// associations and no DefaultAccount. An `add user` for such a user makes slurmdbd mark the
+/// account of the user's first row in its table order (a row added back after a delete keeps
+/// its old place), which no read shows. The plan sets the DefaultAccount before the add: `ua`
+/// (its desired default is the new row) gets its kept account first and the new one after the
+/// add; `ub` (its desired default has a row already) gets it before the add.
+#[test]
+fn an_add_for_a_user_without_default_account_sets_it_first() {
+    if testbed().is_none() {
+        return;
+    }
+    let site = Site::new("dang");
+    let c = format!("cluster={}", site.cluster);
+    seed(&["add", "account", "dg_m0,dg_m2", &c]);
+    seed(&["add", "account", "dg_m1", "parent=dg_m0", &c]);
+    // ua: dg_m0 first, then dg_m1 (its default), whose row goes
+    seed(&["add", "user", "ua", "account=dg_m0", &c]);
+    seed(&["add", "user", "ua", "account=dg_m1", "partition=debug", &c]);
+    seed(&["modify", "user", "where", "name=ua", &c, "set", "defaultaccount=dg_m1"]);
+    // ub: dg_m2 first (its default), then dg_m0; the dg_m2 row goes and comes back in the plan
+    seed(&["add", "user", "ub", "account=dg_m2", "partition=gpu", &c]);
+    seed(&["add", "user", "ub", "account=dg_m0", &c]);
+    for (u, a) in [("ua", "dg_m1"), ("ub", "dg_m2")] {
+        let o = sacctmgr(&["-i", "delete", "user", "where", &format!("name={u}"), &format!("account={a}"), &c]);
+        if !o.status.success() {
+            // 23.11+ refuses to remove a user's default rows while it keeps others ("You can
+            // not remove the default account of a user", also for `delete account`): no
+            // DefaultAccount can be left dangling there; such states come from 22.05.
+            let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+            assert!(
+                std::env::var("SLURMPLAN_TESTBED_VERSION").is_ok_and(|v| v != "22.05"),
+                "22.05 refused to remove a default association: {out}"
+            );
+            eprintln!("skipped: this slurmdbd refuses to leave a DefaultAccount dangling: {out}");
+            return;
+        }
+    }
+    let d = defaults(&site.cluster);
+    assert!(!d.iter().any(|r| r.starts_with("ua|") || r.starts_with("ub|")), "{d:?}");
+
+    let yaml = "version: 1\nmanaged:\n  prefixes: [dg_]\nclusters:\n  CLUSTER:\n    accounts:\n      dg_m0:\n        users: [ua, ub]\n      dg_m1:\n        parent: dg_m0\n        users:\n          - {name: ua, partition: debug}\n      dg_m2:\n        users:\n          - {name: ub, partition: gpu}\n    users:\n      ua: {default_account: dg_m1}\n      ub: {default_account: dg_m0}\n";
+    let r = site.converge(yaml);
+    let cl = &site.cluster;
+    // the commands run, in order
+    let run: Vec<&str> = r.stderr.lines().filter_map(|l| l.split_once("] sacctmgr -i ").map(|(_, c)| c)).collect();
+    let at = |want: &dyn Fn(&str) -> bool| run.iter().position(|c| want(c));
+    let names = |c: &str, u: &str| {
+        c.split(' ').find_map(|w| w.strip_prefix("name=")).is_some_and(|n| n.split(',').any(|x| x == u))
+    };
+    let set = |u: &'static str, a: &'static str| {
+        move |c: &str| c.starts_with("modify user") && names(c, u) && c.ends_with(&format!("set defaultaccount={a}"))
+    };
+    let add = |u: &'static str, a: &'static str| move |c: &str| c.starts_with(&format!("add user {u} account={a} "));
+    for (first, then) in [
+        (at(&set("ua", "dg_m0")), at(&add("ua", "dg_m1"))),
+        (at(&add("ua", "dg_m1")), at(&set("ua", "dg_m1"))),
+        (at(&set("ub", "dg_m0")), at(&add("ub", "dg_m2"))),
+    ] {
+        assert!(first.zip(then).is_some_and(|(f, t)| f < t), "{first:?} {then:?} in {run:#?}");
+    }
+    let d = defaults(cl);
+    assert!(d.contains(&"ua|dg_m1".to_string()) && d.contains(&"ub|dg_m0".to_string()), "{d:?}");
+}

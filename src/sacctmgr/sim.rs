@@ -4,7 +4,8 @@
 //! without an association) AND what Slurm 22.05 silently lets through but leaves broken (an
 //! effective DefaultQOS outside the effective QoS list, a removed default association leaving a
 //! dangling DefaultAccount, deleting an account that still has children or users) AND a user
-//! removal that Slurm 23.11+ widens to other users' associations. The planner
+//! removal that Slurm 23.11+ widens to other users' associations AND an `add user` whose
+//! outcome no read can predict (a user with associations but no DefaultAccount). The planner
 //! checks every step it emits against it; tests use it as the reference slurmdbd. Pure: no I/O.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -19,6 +20,18 @@ use crate::model::{
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct SimError(pub String);
+
+/// Part of the message of a refusal of a command real slurmdbd accepts but whose outcome the
+/// model cannot predict ([`SimError::is_unpredictable`]).
+const UNPREDICTABLE: &str = "the outcome cannot be predicted";
+
+impl SimError {
+    /// The command is refused because what real slurmdbd would make of it cannot be predicted
+    /// (not because slurmdbd refuses it or it breaks a rule).
+    pub fn is_unpredictable(&self) -> bool {
+        self.0.contains(UNPREDICTABLE)
+    }
+}
 
 fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
     Err(SimError(msg.into()))
@@ -211,6 +224,9 @@ impl Sim {
                 let mut assoc = Assoc::default();
                 set.apply_to(&mut assoc);
                 self.check_qos_exist(&assoc.qos, assoc.default_qos.as_ref())?;
+                for u in users {
+                    self.check_add_keeps_default_known(cluster, u)?;
+                }
                 let accounts: Vec<&Name> = std::iter::once(account).chain(more_accounts).collect();
                 if let Some(d) = default_account
                     && !accounts.contains(&d)
@@ -408,6 +424,39 @@ impl Sim {
 }
 
 impl Sim {
+    /// The number of associations `user` has on `cluster` (counted from the state the first
+    /// time any such number is needed, then kept up to date).
+    pub fn user_rows(&mut self, cluster: &Name, user: &Name) -> usize {
+        self.counts().get(cluster).and_then(|m| m.get(user)).copied().unwrap_or(0)
+    }
+
+    /// Whether `user` has associations on `cluster` but no DefaultAccount there that is one of
+    /// them (Slurm 22.05 leaves it so when a user's default rows are removed).
+    pub fn lacks_valid_default(&mut self, cluster: &Name, user: &Name) -> bool {
+        let Some(c) = self.state.clusters.get(cluster) else { return false };
+        if c.defaults.get(user).is_some_and(|a| c.is_associated(user, a)) {
+            return false;
+        }
+        self.user_rows(cluster, user) > 0
+    }
+
+    /// An `add user` for a user who has associations on the cluster but no valid DefaultAccount
+    /// makes slurmdbd give it one: the account of the user's first association in slurmdbd's
+    /// table order (a row added back after a delete keeps its old place), which no read shows.
+    /// Real slurmdbd accepts the command, but what it leaves cannot be predicted, so the model
+    /// refuses it: a plan sets the DefaultAccount first (docs/planning.md, rule 9).
+    fn check_add_keeps_default_known(&mut self, cluster: &Name, user: &Name) -> Result<(), SimError> {
+        if !self.lacks_valid_default(cluster, user) {
+            return Ok(());
+        }
+        err(format!(
+            "`{user}` has associations on `{cluster}` but no DefaultAccount: on an `add user` slurmdbd makes \
+             the account of the user's first association in its table order the default, which no read \
+             shows, so {UNPREDICTABLE} (hint: set the DefaultAccount first: `modify user where name={user} \
+             cluster={cluster} set defaultaccount=...`)"
+        ))
+    }
+
     /// A `delete user` that takes the last association of `user` on every cluster makes
     /// sacctmgr remove the user too, by the name it reads back from slurmdbd's reply
     /// ([`follow_up_name`]). Slurm 23.11 and later (verified on 24.11.5) then delete every live
@@ -897,11 +946,36 @@ mod tests {
     }
 
     #[test]
+    fn an_add_for_a_user_with_rows_but_no_default_is_unpredictable() {
+        // what 22.05 leaves after removing u's default rows: rows under b, no DefaultAccount
+        let mut s = sim();
+        s.state.clusters.get_mut(&n("c1")).unwrap().users.remove(&UserKey {
+            account: n("a"),
+            user: n("u"),
+            partition: None,
+        });
+        s.state.clusters.get_mut(&n("c1")).unwrap().defaults.remove(&n("u"));
+        let e = s.apply(&add_user("u", "c")).unwrap_err();
+        assert!(e.is_unpredictable() && e.0.contains("`u` has associations on `c1`"), "{e}");
+        // a stale DefaultAccount naming an account u has no row under is no better
+        s.state.clusters.get_mut(&n("c1")).unwrap().defaults.insert(n("u"), n("a"));
+        assert!(s.apply(&add_user("u", "a")).unwrap_err().is_unpredictable());
+        // once it has one, the add is predictable; a new user's add always is
+        s.apply(&Command::SetDefaultAccount { cluster: n("c1"), users: vec![n("u")], account: n("b") }).unwrap();
+        s.apply(&add_user("u", "c")).unwrap();
+        assert_eq!(default_of(&s, "u").as_deref(), Some("b"));
+        s.apply(&add_user("x", "c")).unwrap();
+        assert_eq!(default_of(&s, "x").as_deref(), Some("c"));
+        // other refusals are not "unpredictable"
+        assert!(!s.apply(&add_user("x", "c")).unwrap_err().is_unpredictable());
+    }
+
+    #[test]
     fn counts_made_on_the_way_follow_later_adds_and_removals() {
         let mut s = sim();
+        s.apply(&add_user("v", "b")).unwrap();
         // A DefaultAccount that already dangles (as on a broken site) makes the model count.
         s.state.clusters.get_mut(&n("c1")).unwrap().defaults.insert(n("v"), n("a"));
-        s.apply(&add_user("v", "b")).unwrap();
         s.apply(&delete_user("v", "c")).unwrap();
         assert!(s.user_assocs.is_some());
         assert_eq!(default_of(&s, "v").as_deref(), Some("a"), "v keeps b, so its dangling default stays");

@@ -1100,7 +1100,9 @@ fn load_snapshot(dir: &Path) -> Result<State, String> {
 /// Replay a fixture against the model: each recorded command on the model from the recorded
 /// real state must give what real slurmdbd gave (the same verdict and the same state; a
 /// command the model refuses because it breaks a rule 22.05 does not enforce counts as a
-/// refusal when the real state after it shows the broken rule); and a plan made now from
+/// refusal when the real state after it shows the broken rule, and so does one it refuses
+/// because no read can predict what slurmdbd makes of it, which a plan never runs); and a
+/// plan made now from
 /// the same state and desired file must replay on the model, keep the invariants, and
 /// converge (a second plan is empty).
 pub fn replay_fixture(dir: &Path) -> Result<(), String> {
@@ -1128,7 +1130,7 @@ pub fn replay_fixture(dir: &Path) -> Result<(), String> {
             }
             (true, Err(e)) => {
                 let broke = new_violations(&violations(&prev), &real);
-                if broke.is_empty() {
+                if broke.is_empty() && !e.is_unpredictable() {
                     errors.push(format!(
                         "step {} `{}`: real slurmdbd accepted it, the model refuses: {e}",
                         i + 1,

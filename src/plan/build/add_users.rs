@@ -1,12 +1,13 @@
 //! Phase "add users": new user associations, batched per (account, partition, settings);
 //! accounts that get exactly the same few new users share one `add user U account=A,B`
-//! (docs/planning.md, "One `add user` for several accounts").
+//! (docs/planning.md, "One `add user` for several accounts"). First, users who get a row while they
+//! have rows but no DefaultAccount get one set (docs/planning.md, rule 9).
 //!
 //! Preconditions: every account the new rows sit under exists with its limits (phase "create
 //! accounts" ran); nothing has been removed yet. QoS settings not yet valid for a row are left
 //! to phase "qos swap". Pure: no I/O.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Assoc, ClusterState, Name};
 use crate::sacctmgr::command::{AssocSet, Command};
@@ -28,7 +29,60 @@ struct SameUsers {
     users: Vec<Name>,
 }
 
+/// Before any row is added on `cname`: users who get one while they have rows there but no
+/// DefaultAccount that is one of them (Slurm 22.05 leaves it so when a user's default rows
+/// go). On such an `add user` slurmdbd would make the account of the user's first row in its
+/// table order the default, which no read shows (the model refuses the add: rule 9 of
+/// docs/planning.md). So the plan sets it first: to the desired DefaultAccount when the user
+/// has a row under it now, else to the first account (by name) the user has a row under now
+/// and keeps, else to the first it has now. The DefaultAccount phase then moves it to the
+/// desired one, which by then has its new rows. Nothing is emitted for anyone else.
+fn settle_defaults_before_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    let adding: BTreeSet<Name> = {
+        let c = b.cluster(cname);
+        let touched = b.touched.get(cname);
+        touched
+            .into_iter()
+            .flat_map(|t| &t.users)
+            .filter(|k| d.users.contains_key(*k) && !c.users.contains_key(*k))
+            .map(|k| k.user.clone())
+            .collect()
+    };
+    let lacking: BTreeSet<Name> = adding.into_iter().filter(|u| b.sim.lacks_valid_default(cname, u)).collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    let c = b.cluster(cname);
+    // the accounts each of them has a row under now: one walk over the rows
+    let mut rows: BTreeMap<&Name, BTreeSet<&Name>> = BTreeMap::new();
+    for k in c.users.keys().filter(|k| lacking.contains(&k.user)) {
+        rows.entry(&k.user).or_default().insert(&k.account);
+    }
+    let mut groups: BTreeMap<Name, Vec<Name>> = BTreeMap::new();
+    for (user, accounts) in rows {
+        let target = d
+            .defaults
+            .get(user)
+            .filter(|w| accounts.contains(w))
+            .or_else(|| accounts.iter().copied().find(|a| d.is_associated(user, a)))
+            .or_else(|| accounts.first().copied())
+            .expect("a user lacking a default has rows");
+        groups.entry(target.clone()).or_default().push(user.clone());
+    }
+    for (account, users) in groups {
+        let objects = users.iter().map(|u| format!("default_account.{cname}.{u}")).collect();
+        b.emit(
+            Phase::UserAdd,
+            Command::SetDefaultAccount { cluster: cname.clone(), users, account },
+            objects,
+            Some("the user has rows but no DefaultAccount: set before the add, so slurmdbd does not pick one"),
+        )?;
+    }
+    Ok(())
+}
+
 pub(super) fn user_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
+    settle_defaults_before_adds(b, cname, d)?;
     let mut groups: UserBatches<Assoc> = BTreeMap::new();
     for k in &b.touched(cname).users {
         let Some(want) = d.users.get(k) else { continue };
