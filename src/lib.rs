@@ -13,5 +13,6 @@ pub mod model;
 pub mod pipeline;
 pub mod plan;
 pub mod render;
+pub mod rules;
 pub mod sacctmgr;
 pub mod waldur;

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, ValueEnum};
-use slurmplan::{diff, pipeline};
 use slurmplan::render::drift::{self, DriftReport};
+use slurmplan::{diff, pipeline};
 
 use super::args::{Global, StateArgs};
 use super::commands::write_atomic;

@@ -14,7 +14,7 @@ use crate::model::names::root;
 use crate::model::{
     AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, InOrder, Name, QosList, State, UserKey, user_index,
 };
-use crate::sacctmgr::sim;
+use crate::rules;
 
 /// The complete desired state plus warnings (e.g. DefaultAccounts slurmplan had to choose).
 pub struct Resolved {
@@ -68,7 +68,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         qos: current.qos.clone(),
     };
     let mut managed_all = BTreeMap::new();
-    let mut after: Vec<sim::SimError> = Vec::new();
+    let mut after: Vec<rules::RuleError> = Vec::new();
 
     // QoS: the attributes a declared QoS gives replace the current ones (the others are not
     // managed: a QoS is shared by the whole site); managed undeclared ones go.
@@ -193,7 +193,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
                 for a in &managed {
                     replace_run(&mut users, cur.users_of_account(a), dc.users.of_account(a));
                 }
-                (users, sim::check_accounts_parts(cname, &accounts, users_of))
+                (users, rules::check_default_qos_of_accounts(cname, &accounts, users_of))
             });
             let index = user_index(sources().map(|(k, _)| k));
             // DefaultAccounts: declared, else current if still associated, else the first remaining.
@@ -243,8 +243,8 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
             }
             let defaults: BTreeMap<Name, Name> = defaults.into_iter().collect();
             // slurmdbd's rules on the rebuilt cluster (used below only if nothing else failed):
-            // the same checks as `sim::check_cluster`, split over the two cores.
-            let broken_users = sim::check_defaults_parts(cname, &defaults, &index);
+            // the same checks as `rules::check_cluster`, split over the two cores.
+            let broken_users = rules::check_default_accounts(cname, &defaults, &index);
             let (users, mut broken) = users.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             broken.extend(broken_users);
             (users, index, defaults, broken)
@@ -333,7 +333,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         let before: BTreeSet<String> = if after.is_empty() {
             BTreeSet::new()
         } else {
-            sim::check_state(current).into_iter().map(|e| e.0).collect()
+            rules::check_state(current).into_iter().map(|e| e.0).collect()
         };
         for e in after {
             if !before.contains(&e.0) {

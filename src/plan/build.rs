@@ -1,6 +1,6 @@
 //! Ordering: turn (current, resolved desired) into the ordered, batched steps of a plan.
 //!
-//! Every step is applied to a [`Sim`] of slurmdbd as it is emitted; a step the simulator
+//! Every step is applied to a [`RuleModel`] of slurmdbd as it is emitted; a step the simulator
 //! refuses is a planner bug and aborts planning (nothing half-valid is ever shown). Phases
 //! follow design.md section 5. Later phases compare the simulated state with the desired
 //! one, so anything an earlier phase had to defer (a QoS setting that was not yet valid at
@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diff::{Change, user_key_label};
 use crate::model::{AccountRecord, Assoc, AssocData, ClusterState, Name, QosList, State, UserKey};
+use crate::rules::{self, RuleModel};
 use crate::sacctmgr::command::{AssocSet, Command, QosSet};
-use crate::sacctmgr::sim::{self, Sim};
 
 use super::lints::{self, Lint};
 use super::{Phase, PlanError, Step};
@@ -36,7 +36,7 @@ struct SameUsers {
 }
 
 struct Builder<'s> {
-    sim: &'s mut Sim,
+    sim: &'s mut RuleModel,
     steps: Vec<Step>,
     changed: BTreeSet<String>,
     /// Per cluster, the objects the diff names: the only ones any phase needs to look at, so
@@ -176,7 +176,7 @@ fn user_addr(c: &Name, k: &UserKey) -> String {
 /// current state (`plan::diff_states` copies it); `changes` are the diff of the two states (used
 /// for causes).
 pub fn build_steps_and_lints(
-    sim: &mut Sim,
+    sim: &mut RuleModel,
     desired: &State,
     changes: &[Change],
 ) -> Result<(Vec<Step>, Vec<Lint>), PlanError> {
@@ -368,7 +368,7 @@ fn make_move_safe(
     parent: &Name,
 ) -> Result<(), PlanError> {
     let c = b.cluster(cname);
-    if sim::check_reparent(c, name, parent).is_ok() {
+    if rules::check_reparent(c, name, parent).is_ok() {
         return Ok(());
     }
     let have = c.accounts.get(name.as_str()).expect("exists").assoc.clone();
@@ -377,8 +377,8 @@ fn make_move_safe(
     fin.qos = want.qos.clone();
     fin.default_qos = want.default_qos.clone();
     if fin != have
-        && sim::check_account_change(c, name, &fin).is_ok()
-        && sim::check_reparent_with(c, name, parent, &fin).is_ok()
+        && rules::check_account_change(c, name, &fin).is_ok()
+        && rules::check_reparent_with(c, name, parent, &fin).is_ok()
     {
         return b.emit(
             Phase::Reparent,
@@ -506,7 +506,7 @@ fn user_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), 
         if c.users.contains_key(k) {
             continue;
         }
-        let assoc = if sim::check_user_change(c, k, want).is_ok() { want.clone() } else { without_qos(want) };
+        let assoc = if rules::check_user_change(c, k, want).is_ok() { want.clone() } else { without_qos(want) };
         let key = (k.account.clone(), k.partition.clone(), serde_json::to_string(&assoc).unwrap_or_default());
         groups.entry(key).or_insert_with(|| (assoc, Vec::new())).1.push(k.user.clone());
     }
@@ -630,11 +630,11 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                     let mut next = have.clone();
                     next.qos = want.qos.clone();
                     next.default_qos = want.default_qos.clone();
-                    if sim::check_account_change(c, n, &next).is_err() {
+                    if rules::check_account_change(c, n, &next).is_err() {
                         continue;
                     }
                     let set = qos_set(have, want);
-                    // Slurm 22.05 checks the user rows below (sim::check_user_rows_for_account_qos).
+                    // Slurm 22.05 checks the user rows below (rules::check_user_rows_for_account_qos).
                     if account_rows_block(c, n, &next, &set) {
                         continue;
                     }
@@ -651,7 +651,7 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                     let mut next = have.clone();
                     next.qos = want.qos.clone();
                     next.default_qos = want.default_qos.clone();
-                    if sim::check_user_change(c, k, &next).is_err() {
+                    if rules::check_user_change(c, k, &next).is_err() {
                         continue;
                     }
                     // A final list without the account's coming DefaultQOS waits for it
@@ -747,12 +747,12 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
 }
 
 /// Would Slurm 22.05 refuse giving account `n` the QoS settings of `next` (the command `set`)
-/// because of the user rows under it (`sim::check_user_rows_for_account_qos`)?
+/// because of the user rows under it (`rules::check_user_rows_for_account_qos`)?
 fn account_rows_block(c: &ClusterState, n: &Name, next: &Assoc, set: &AssocSet) -> bool {
     let Some(new_default) = &set.default_qos else { return false };
     let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
     let new_list = next.qos.effective(&parent.unwrap_or_default());
-    sim::check_user_rows_against(c, n, &new_list, new_default.as_ref()).is_err()
+    rules::check_user_rows_against(c, n, &new_list, new_default.as_ref()).is_err()
 }
 
 /// See the call in [`qos_changes`]: the user rows that block a pending account get an explicit

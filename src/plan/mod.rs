@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::diff::{self, Action, Change};
 use crate::model::fingerprint::{Scope, fingerprint, scoped_fingerprint};
 use crate::model::{Name, State};
+use crate::rules::RuleModel;
 use crate::sacctmgr::command::Command;
-use crate::sacctmgr::sim::Sim;
 
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -198,7 +198,7 @@ pub enum Covers<'a> {
 /// The first half of [`make_plan`]: the diff, and what ordering starts from (callers that
 /// time the phases call the halves one after the other).
 pub struct Diffed {
-    sim: Sim,
+    sim: RuleModel,
     current_fingerprint: String,
     scope: Option<Scope>,
     changes: Vec<Change>,
@@ -212,7 +212,7 @@ pub struct Diffed {
 pub fn diff_states(current: &State, desired: &State, covers: Covers) -> Diffed {
     std::thread::scope(|s| {
         let changes = s.spawn(|| diff::diff(current, desired));
-        let sim = Sim::new(current.clone());
+        let sim = RuleModel::new(current.clone());
         let (current_fingerprint, scope) = match covers {
             Covers::Whole => (fingerprint(current), None),
             Covers::Managed(managed) => {
