@@ -576,8 +576,10 @@ fn user_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), 
     Ok(())
 }
 
+/// An association a QoS change is pending on: an account (ordered top-down by depth) or a user
+/// association.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Target {
+enum AssocRef {
     Account(usize, Name),
     User(UserKey),
 }
@@ -586,7 +588,7 @@ enum Target {
 /// (accounts top-down, then users); when stuck, widen the next pending association's list to
 /// old ∪ new and try again (sacctmgr.md section 4: widen, move user defaults, then swap).
 fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
-    let mut pending: BTreeSet<Target> = BTreeSet::new();
+    let mut pending: BTreeSet<AssocRef> = BTreeSet::new();
     {
         let touched = b.touched(cname);
         let c = b.cluster(cname);
@@ -595,7 +597,7 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
             if let Some(have) = c.accounts.get(n.as_str())
                 && qos_part(&have.assoc) != qos_part(want)
             {
-                pending.insert(Target::Account(d.accounts.depth(n.as_str()), n.clone()));
+                pending.insert(AssocRef::Account(d.accounts.depth(n.as_str()), n.clone()));
             }
         }
         for k in &touched.users {
@@ -603,17 +605,17 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
             if let Some(have) = c.users.get(k)
                 && qos_part(have) != qos_part(want)
             {
-                pending.insert(Target::User(k.clone()));
+                pending.insert(AssocRef::User(k.clone()));
             }
         }
     }
-    let mut widened: BTreeSet<Target> = BTreeSet::new();
+    let mut widened: BTreeSet<AssocRef> = BTreeSet::new();
     while !pending.is_empty() {
         // One pass: every final setting that is valid now, on associations that do not affect
         // each other (no selected account above another selected one or above a selected
         // user), batched by identical settings.
         let mut selected_accounts: BTreeSet<Name> = BTreeSet::new();
-        let mut ready: Vec<(Target, Command, String)> = Vec::new();
+        let mut ready: Vec<(AssocRef, Command, String)> = Vec::new();
         for t in pending.clone() {
             let c = b.cluster(cname);
             let under_selected = |acct: &Name| {
@@ -621,7 +623,7 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                     || c.accounts.ancestors(acct.as_str()).iter().any(|a| selected_accounts.contains(*a))
             };
             match &t {
-                Target::Account(_, n) => {
+                AssocRef::Account(_, n) => {
                     if under_selected(n) {
                         continue;
                     }
@@ -642,7 +644,7 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                     selected_accounts.insert(n.clone());
                     ready.push((t.clone(), cmd, acct_addr(cname, n)));
                 }
-                Target::User(k) => {
+                AssocRef::User(k) => {
                     if under_selected(&k.account) {
                         continue;
                     }
@@ -656,7 +658,7 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                     }
                     // A final list without the account's coming DefaultQOS waits for it
                     // (Slurm 22.05 checks the user rows when the account gets it).
-                    let account_pending = pending.iter().any(|p| matches!(p, Target::Account(_, a) if *a == k.account));
+                    let account_pending = pending.iter().any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account));
                     let coming = d.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
                     let has_now = c.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
                     if account_pending
@@ -716,7 +718,7 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
         widened.insert(t.clone());
         let c = b.cluster(cname);
         match &t {
-            Target::Account(_, n) => {
+            AssocRef::Account(_, n) => {
                 let mut wide = c.accounts.effective_qos(n.as_str());
                 wide.extend(effective_in(d, n));
                 let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
@@ -731,7 +733,7 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                     Some("widen the QoS list first so every DefaultQOS stays valid"),
                 )?;
             }
-            Target::User(k) => {
+            AssocRef::User(k) => {
                 let have = c.users.get(k).expect("exists").clone();
                 let mut wide = c.user_effective_qos(k, &have);
                 let want = d.users.get(k).expect("desired");
@@ -762,14 +764,14 @@ fn widen_users_for_account(
     b: &mut Builder<'_>,
     cname: &Name,
     d: &ClusterState,
-    pending: &mut BTreeSet<Target>,
-    widened: &mut BTreeSet<Target>,
+    pending: &mut BTreeSet<AssocRef>,
+    widened: &mut BTreeSet<AssocRef>,
 ) -> Result<bool, PlanError> {
     let mut wide: Vec<(UserKey, BTreeSet<Name>)> = Vec::new();
     {
         let c = b.cluster(cname);
         for t in pending.iter() {
-            let Target::Account(_, n) = t else { continue };
+            let AssocRef::Account(_, n) = t else { continue };
             let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
             let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
             let mut next = have.clone();
@@ -783,7 +785,7 @@ fn widen_users_for_account(
             let new_list = next.qos.effective(&parent.unwrap_or_default());
             let Some(new_default) = &set.default_qos else { continue };
             for (k, a) in c.users_of_account(n) {
-                let target = Target::User(k.clone());
+                let target = AssocRef::User(k.clone());
                 let row_eff = a.qos.effective(&new_list);
                 let needs: Vec<&Name> = new_default
                     .as_ref()
@@ -813,7 +815,7 @@ fn widen_users_for_account(
             list.clone(),
             "widen the user's QoS list while its account changes (Slurm 22.05 checks the user rows)",
         )?;
-        let t = Target::User(k.clone());
+        let t = AssocRef::User(k.clone());
         widened.insert(t.clone());
         if d.users.contains_key(k) {
             pending.insert(t);
