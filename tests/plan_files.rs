@@ -16,11 +16,9 @@ fn key() -> file::Key {
 
 #[test]
 fn saved_plans_of_format_1_and_2_load_and_write_back_byte_for_byte() {
-    for (name, version, steps) in [
-        ("format1-doctor-qos.json", 1, 2),
-        ("format1-doctor-defaults.json", 1, 2),
-        ("format2.json", 2, 16),
-    ] {
+    for (name, version, steps) in
+        [("format1-doctor-qos.json", 1, 2), ("format1-doctor-defaults.json", 1, 2), ("format2.json", 2, 16)]
+    {
         let path = dir().join(name);
         let text = std::fs::read_to_string(&path).unwrap();
         let plan = file::from_json(&path, &text).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -658,7 +658,8 @@ fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<()
                     }
                     // A final list without the account's coming DefaultQOS waits for it
                     // (Slurm 22.05 checks the user rows when the account gets it).
-                    let account_pending = pending.iter().any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account));
+                    let account_pending =
+                        pending.iter().any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account));
                     let coming = d.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
                     let has_now = c.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
                     if account_pending
