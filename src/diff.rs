@@ -105,13 +105,7 @@ impl Change {
     }
 }
 
-/// `alice@proj1` or `alice@proj1:gpu`.
-pub fn user_key_label(k: &UserKey) -> String {
-    match &k.partition {
-        Some(p) => format!("{}@{}:{p}", k.user, k.account),
-        None => format!("{}@{}", k.user, k.account),
-    }
-}
+pub use crate::model::user_key_label;
 
 /// The changes that turn `current` into `desired`, in a deterministic order (QoS, account
 /// records, then per cluster: accounts by name, user associations by key, defaults by user).

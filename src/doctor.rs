@@ -34,7 +34,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::diff::user_key_label;
+use crate::model::user_key_label;
 use crate::model::{Assoc, ClusterState, InOrder, Name, QosList, State, UserKey};
 
 /// Version of the JSON report.

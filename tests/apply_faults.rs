@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use slurmplan::rules::RuleModel;
 use slurmplan::sacctmgr::command::Command as SCommand;
-use slurmplan::sacctmgr::sim::Sim;
 use slurmplan::sacctmgr::snapshot;
 
 /// The fake sacctmgr's argv parser (a test tool, not part of the library).
@@ -187,7 +187,7 @@ fn failure_at_step_k_of_m_then_resume() {
     assert!(j[..k - 1].iter().all(|e| e["result"] == "ok"), "{j:#?}");
     assert_eq!(j[k - 1]["result"], "failed");
     // the fake holds exactly the first K-1 steps
-    let mut sim = Sim::new(snapshot::load(Path::new(SEED)).unwrap());
+    let mut sim = RuleModel::new(snapshot::load(Path::new(SEED)).unwrap());
     for a in &argv[..k - 1] {
         sim.apply(&fake_argv::from_argv(a).unwrap()).unwrap();
     }

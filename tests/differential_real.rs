@@ -5,7 +5,7 @@
 //! Per generated case (tests/differential/mod.rs): seed the site with sacctmgr (argv, `-i`,
 //! `cluster=`, a timeout), read it back live, plan the desired file with the library, then run
 //! the plan ONE STEP AT A TIME. After every write the real state is read again and must equal
-//! the state the model (`sacctmgr::sim`) predicted for that step, slurmdbd must have accepted
+//! the state the model (`rules`) predicted for that step, slurmdbd must have accepted
 //! the command, the command must have changed something, and no rule violation may appear
 //! that was not there before (DefaultQOS outside the list, users with associations and no or
 //! a dangling DefaultAccount). Finally a second plan must be empty.
@@ -29,10 +29,10 @@ use differential::{Case, RecordedStep, after_dir, gen_case, new_violations, stat
 use slurmplan::apply::outcome::{Outcome, classify};
 use slurmplan::model::State;
 use slurmplan::plan::make_plan;
+use slurmplan::rules::RuleModel;
 use slurmplan::sacctmgr::live;
 use slurmplan::sacctmgr::parse::RawReads;
 use slurmplan::sacctmgr::runner::{Output, ProcessRunner, Runner};
-use slurmplan::sacctmgr::sim::Sim;
 use slurmplan::sacctmgr::snapshot::{self, Manifest};
 
 struct Bed {
@@ -248,7 +248,7 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
         Err(e) => return Err(fail(Kind::Plan, format!("plan: {e}"), Some(record))),
     };
     let was = violations(&before);
-    let mut sim = Sim::new(before.clone());
+    let mut sim = RuleModel::new(before.clone());
     let mut prev = before;
     for step in &plan.steps {
         let o = bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>());

@@ -212,7 +212,7 @@ fn every_address_of_the_example_can_be_targeted_alone() {
         got.sort();
         got.dedup();
         assert_eq!(got, t.selected, "target {}", ch.address());
-        assert!(slurmplan::sacctmgr::sim::check_state(&t.state).is_empty(), "{}", ch.address());
+        assert!(slurmplan::rules::check_state(&t.state).is_empty(), "{}", ch.address());
     }
 }
 

@@ -9,9 +9,9 @@ use std::process::Command;
 use proptest::prelude::*;
 use slurmplan::desired::export::{ExportOptions, export};
 use slurmplan::model::{Name, NameKind, State};
+use slurmplan::rules::RuleModel;
 use slurmplan::sacctmgr::parse::{RawReads, Source, parse_state};
 use slurmplan::sacctmgr::reads;
-use slurmplan::sacctmgr::sim::Sim;
 use slurmplan::sacctmgr::snapshot;
 
 mod common;
@@ -464,7 +464,7 @@ fn doctor_repair_plan_applies_in_the_model_and_fixes_every_dangling_default() {
         let current = snapshot::load(&dir).unwrap();
         assert_eq!(plan.current_fingerprint, slurmplan::model::fingerprint::fingerprint(&current));
         assert!(plan.steps.iter().all(|s| s.argv.contains(&"cluster=c1".to_string())));
-        let mut sim = Sim::new(current.clone());
+        let mut sim = RuleModel::new(current.clone());
         for step in &plan.steps {
             sim.apply(&step.command).unwrap_or_else(|e| panic!("step {}: {e}", step.number));
         }
@@ -515,7 +515,7 @@ fn doctor_repair_plan_repairs_default_qos_findings() {
         "{argv:#?}"
     );
     let current = snapshot::load(&dir).unwrap();
-    let mut sim = Sim::new(current);
+    let mut sim = RuleModel::new(current);
     for step in &plan.steps {
         sim.apply(&step.command).unwrap_or_else(|e| panic!("step {}: {e}", step.number));
     }

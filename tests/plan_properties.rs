@@ -4,7 +4,7 @@
 //! proptest shrinks them towards "fewer, simpler choices"); the desired state is the current one
 //! after random mutations (adds, subtree deletes, re-parents, QoS swaps, limits, user
 //! associations, DefaultAccount moves, QoS object create/delete), then repaired so that both
-//! pass `sim::check_state`. Every plan is replayed on a fresh `Sim`, command by command.
+//! pass `rules::check_state`. Every plan is replayed on a fresh `RuleModel`, command by command.
 //!
 //! A failing pair is printed in the compact text form of [`describe`]; [`parse_spec`] reads it
 //! back, so a shrunk failure can be pasted into a regular regression test.
@@ -21,8 +21,8 @@ use slurmplan::model::{
     AccountGraph, AccountRecord, Assoc, AssocData, ClusterState, Fairshare, Limits, Qos, QosList, State, UserKey,
 };
 use slurmplan::plan::{Plan, make_plan};
+use slurmplan::rules::{RuleModel, check_state};
 use slurmplan::sacctmgr::command::Command;
-use slurmplan::sacctmgr::sim::{Sim, check_state};
 
 /// The fake sacctmgr's argv parser (a test tool, not part of the library).
 #[path = "../src/bin/slurmplan-fake-sacctmgr/argv.rs"]
@@ -733,7 +733,7 @@ fn check_pair(current: &State, desired: &State) -> Result<Plan, String> {
     if serde_json::to_string(&plan).unwrap() != serde_json::to_string(&again).unwrap() {
         return Err(format!("make_plan is not deterministic\n{}", ctx()));
     }
-    let mut sim = Sim::new(current.clone());
+    let mut sim = RuleModel::new(current.clone());
     for step in &plan.steps {
         let line = step.argv.join(" ");
         if step.argv != step.command.argv() {
@@ -905,7 +905,7 @@ proptest! {
         unrelated_write(&mut want, k);
         prop_assert!(written != current);
         prop_assert_eq!(scoped_fingerprint(&written, &scope), planned.clone(), "an unrelated write made the plan stale");
-        let mut sim = Sim::new(written);
+        let mut sim = RuleModel::new(written);
         for step in &plan.steps {
             if let Err(e) = sim.apply(&step.command) {
                 return Err(TestCaseError::fail(format!("step {} refused after an unrelated write: {e}\n{}", step.number, show(&current, &desired))));

@@ -2,11 +2,11 @@
 //! anyone who can write it and recompute its checksum) runs nothing it could not have been
 //! planned with: the checks of every plan file (`plan::check`: names, values, argv, `root`),
 //! then the whole sequence replayed on the current state in the rules model
-//! (`sacctmgr::sim`). Pure: no I/O.
+//! (`rules`). Pure: no I/O.
 
 use crate::model::State;
 use crate::plan::Plan;
-use crate::sacctmgr::sim::Sim;
+use crate::rules::RuleModel;
 
 /// Every problem of `plan` against `current`; empty when it may run. The replay stops at the
 /// first step that does not apply (the later ones would only repeat it).
@@ -16,7 +16,7 @@ pub fn check(plan: &Plan, current: &State) -> Vec<String> {
         return problems;
     }
     let mut problems = Vec::new();
-    let mut sim = Sim::new(current.clone());
+    let mut sim = RuleModel::new(current.clone());
     for step in &plan.steps {
         if let Err(e) = sim.apply(&step.command) {
             problems.push(format!("step {} does not apply to the current state: {}", step.number, e.0));

@@ -15,9 +15,9 @@ use std::time::{Instant, SystemTime};
 use crate::diff::{self, Change};
 use crate::model::{Name, State};
 use crate::plan::{Plan, Step};
+use crate::rules::RuleModel;
 use crate::sacctmgr::command::Command;
 use crate::sacctmgr::runner::{Output, Runner};
-use crate::sacctmgr::sim::Sim;
 use journal::{Entry, Journal, Started};
 use outcome::{Outcome, classify, tail};
 
@@ -145,7 +145,7 @@ pub fn execute(
 /// The state the plan should produce from `current` (the simulator replaying its steps).
 /// `None` if the steps do not replay (the plan does not fit this state).
 pub fn expected_state(current: &State, plan: &Plan) -> Option<State> {
-    let mut sim = Sim::new(current.clone());
+    let mut sim = RuleModel::new(current.clone());
     for s in &plan.steps {
         sim.apply(&s.command).ok()?;
     }

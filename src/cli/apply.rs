@@ -112,7 +112,8 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             // taken with the desired file's clusters.
             let scope = lock::Scope { global: true, clusters: desired_clusters(g, d) };
             let locks = take_locks(&lock_dir, &scope, a.lock_timeout)?;
-            let (mut plan, current) = build_plan(g, d, None, a.planning.allow_mass_delete, &a.planning.targets)?;
+            let slurmplan::pipeline::Planned { mut plan, current } =
+                build_plan(g, d, None, a.planning.allow_mass_delete, &a.planning.targets)?;
             if a.planning.no_batch {
                 plan::unbatch(&mut plan);
             }

@@ -10,7 +10,7 @@ use slurmplan::plan::{self, Plan};
 use slurmplan::render::{self, Format, Options};
 use slurmplan::sacctmgr::runner::{ProcessRunner, Transport};
 use slurmplan::sacctmgr::{live, parse, reads, snapshot};
-use slurmplan::{desired, model};
+use slurmplan::{desired, model, pipeline};
 
 use super::args::{ApplyArgs, DumpArgs, Global, PlanArgs, ShowArgs, ValidateArgs};
 use super::{Cli, Cmd, EXIT_CHANGES, EXIT_OK, Failure, Outcome, use_color};
@@ -154,43 +154,6 @@ pub fn read_state_unsplit(
     }
 }
 
-/// Rows that cannot be split, against the managed scope: one that may hold a managed account
-/// (any run of its cells names one, or matches a managed prefix or root) is an error, since
-/// the plan would be made without it; the others belong to objects slurmplan leaves alone and
-/// are warnings (`quiet`: not even that, for cron reports).
-pub fn check_unsplit(
-    unsplit: &[parse::Unsplit],
-    d: &desired::Desired,
-    managed: &std::collections::BTreeMap<model::Name, std::collections::BTreeSet<model::Name>>,
-    quiet: bool,
-) -> Result<(), Failure> {
-    let mut errors = Vec::new();
-    let mut warnings = Vec::new();
-    for u in unsplit {
-        let set = managed.get(u.cluster());
-        let hit = u.names().into_iter().find(|n| {
-            let Ok(name) = model::Name::from_sacctmgr(n, model::NameKind::Account) else { return false };
-            set.is_some_and(|s| s.contains(&name)) || d.scope.manages_account(&name, std::iter::empty())
-        });
-        match hit {
-            Some(n) => errors.push(u.diagnostic(
-                true,
-                &format!(
-                    "it may belong to the managed account `{n}`; rename the object in slurmdbd (a name without `|`)"
-                ),
-            )),
-            None => warnings.push(u.diagnostic(false, "outside the managed scope: left as it is")),
-        }
-    }
-    if !quiet {
-        print_diags(&mut warnings);
-    }
-    if errors.is_empty() {
-        return Ok(());
-    }
-    Err(failed(&mut errors, |n| format!("{n} row(s) of the managed scope cannot be read; nothing was planned")))
-}
-
 /// The key named by `SLURMPLAN_PLAN_KEY_FILE`, if set: plans written are signed with it and
 /// plans applied must carry its signature.
 pub fn plan_key() -> Result<Option<plan::file::Key>, Failure> {
@@ -296,67 +259,6 @@ pub fn resolve(d: &desired::Desired, current: &State) -> Result<desired::resolve
     }
 }
 
-/// `--cluster C` (global, repeatable): keep only those clusters of the desired file; the
-/// others are left as they are. Naming a cluster the file does not declare is an error.
-pub fn select_clusters(g: &Global, d: &mut desired::Desired) -> Result<(), Failure> {
-    if g.clusters.is_empty() {
-        return Ok(());
-    }
-    let mut keep = std::collections::BTreeSet::new();
-    for c in &g.clusters {
-        let name = model::Name::parse(c, model::NameKind::Cluster, false)
-            .map_err(|e| Failure::new(format!("`--cluster`: {e}")).hint(e.hint.clone()).code(super::EXIT_USAGE))?
-            .name;
-        if !d.clusters.contains_key(&name) {
-            let known: Vec<String> = d.clusters.keys().map(|k| format!("`{k}`")).collect();
-            return Err(Failure::new(format!("`--cluster {name}`: `{}` declares no such cluster", d.path.display()))
-                .hint(format!(
-                    "it declares: {}",
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                )));
-        }
-        keep.insert(name);
-    }
-    d.clusters.retain(|c, _| keep.contains(c));
-    Ok(())
-}
-
-/// Refuse plans that delete too much (design.md section 5); when allowed, record lint SP005.
-pub fn mass_delete_guard(plan: &mut Plan, managed: usize, allow: bool) -> Result<(), Failure> {
-    // An account's own associations go with it; count the account once.
-    let deleted_accounts: std::collections::BTreeSet<(String, String)> = plan
-        .changes
-        .iter()
-        .filter_map(|c| match &c.change {
-            slurmplan::diff::Change::AccountDelete { cluster, name, .. } => {
-                Some((cluster.to_string(), name.to_string()))
-            }
-            _ => None,
-        })
-        .collect();
-    let deletes = plan
-        .changes
-        .iter()
-        .filter(|c| match &c.change {
-            slurmplan::diff::Change::UserDelete { cluster, key, .. } => {
-                !deleted_accounts.contains(&(cluster.to_string(), key.account.to_string()))
-            }
-            _ => c.action == slurmplan::diff::Action::Delete,
-        })
-        .count();
-    let limit = std::cmp::max(20, managed / 10);
-    if deletes > limit && !allow {
-        return Err(Failure::new(format!(
-            "the plan deletes {deletes} objects, more than the limit of {limit} (max of 20 and 10% of {managed} managed objects)"
-        ))
-        .hint("check the desired state (an empty or truncated export?); if the deletes are intended, re-run with --allow-mass-delete"));
-    }
-    if deletes > limit {
-        plan.lints.push(plan::lints::mass_delete_lint(deletes, limit, managed));
-    }
-    Ok(())
-}
-
 /// Write a file atomically (temp file in the same directory + rename).
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), Failure> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -378,125 +280,113 @@ fn emit(plan: &Plan, format: Format, color: bool) -> Result<(), Failure> {
         .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))
 }
 
-/// The desired file, loaded (or every problem found in it).
-pub type Loaded = Result<desired::Desired, Vec<Diagnostic>>;
-
-/// Load the desired file and read the current state. They are independent, so the file is
-/// loaded on a second thread meanwhile; nothing is printed for the file (callers report it).
-pub fn load_and_read(
-    g: &Global,
-    desired_path: &Path,
-    state_dir: Option<&Path>,
-    progress: bool,
-    t: &mut Timings,
-) -> (Loaded, Result<(State, Vec<parse::Unsplit>), Failure>) {
-    let (loaded, current) = std::thread::scope(|s| {
-        let desired = s.spawn(|| {
-            let started = std::time::Instant::now();
-            (desired::load_file(desired_path), started.elapsed())
-        });
-        let current = read_state_unsplit(g, state_dir, progress);
-        t.mark("read current state (in parallel with the next)");
-        (desired.join().expect("the desired-state loader does not panic"), current)
-    });
-    t.note("load desired", loaded.1);
-    // The next phase is timed from here, not from the end of the read (it waited for the file).
-    t.restart();
-    (loaded.0, current)
+/// Print the messages of the planning pipeline as they come: warnings (each stage's batch
+/// capped as [`print_diags`] does), the `--target` banner, and phase timings.
+pub struct Printer {
+    /// Print warnings (off for cron reports, which mail anything on stderr).
+    pub warnings: bool,
+    pub timings: Timings,
 }
 
-/// Build a plan from the desired file and the current state (shared by plan and apply).
+impl pipeline::Report for Printer {
+    fn warnings(&mut self, _stage: pipeline::Stage, mut diags: Vec<Diagnostic>) {
+        if self.warnings {
+            print_diags(&mut diags);
+        }
+    }
+    fn targeted(&mut self, unchanged: &[String]) {
+        eprintln!("\nWarning: {}\n", pipeline::TARGET_WARNING);
+        for u in unchanged {
+            eprintln!("note: target `{u}` has no changes");
+        }
+    }
+    fn phase(&mut self, name: &str, took: Duration) {
+        self.timings.note(name, took);
+    }
+}
+
+/// The current state for the pipeline: from a snapshot dir, or live (with progress on stderr
+/// when `progress`).
+pub fn reader<'a>(
+    g: &'a Global,
+    state_dir: Option<&'a Path>,
+    progress: bool,
+) -> impl FnOnce() -> Result<(State, Vec<parse::Unsplit>), Failure> + 'a {
+    move || read_state_unsplit(g, state_dir, progress)
+}
+
+/// The failure (message, hint, exit code) for each reason the pipeline stops, its diagnostics
+/// printed; `what` is what was not made ("nothing was planned", "drift was not computed"), and
+/// `errors_only` leaves the warnings of a failed load or resolve out of the printout.
+pub fn refused(r: pipeline::Refusal<Failure>, desired: &Path, what: &str, errors_only: bool) -> Failure {
+    use pipeline::Refusal;
+    let keep = |diags: Vec<Diagnostic>| -> Vec<Diagnostic> {
+        if errors_only { diags.into_iter().filter(|d| d.is_error()).collect() } else { diags }
+    };
+    match r {
+        Refusal::Desired(diags) => {
+            failed(&mut keep(diags), |n| format!("`{}` has {n} error(s); {what}", desired.display()))
+        }
+        Refusal::ClusterName(e) => {
+            Failure::new(format!("`--cluster`: {e}")).hint(e.hint.clone()).code(super::EXIT_USAGE)
+        }
+        Refusal::UnknownCluster { name, path, known } => {
+            let known: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+            Failure::new(format!("`--cluster {name}`: `{}` declares no such cluster", path.display())).hint(format!(
+                "it declares: {}",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ))
+        }
+        Refusal::Current(f) => f,
+        Refusal::Resolve { path, diags } => failed(&mut keep(diags), |n| {
+            format!("`{}` does not fit the current state ({n} error(s)); {what}", path.display())
+        }),
+        Refusal::Unsplit(mut errors) => {
+            failed(&mut errors, |n| format!("{n} row(s) of the managed scope cannot be read; nothing was planned"))
+        }
+        Refusal::Target(e) => {
+            let f = Failure::new(e.to_string()).code(super::EXIT_USAGE);
+            match e {
+                plan::target::TargetError::Unknown { .. } => f.hint(
+                    "addresses look like account.CLUSTER.NAME, user_association.CLUSTER.USER@ACCOUNT, default_account.CLUSTER.USER, qos.NAME (see `slurmplan plan --format json`)",
+                ),
+                plan::target::TargetError::Incomplete(_) => f.code(super::EXIT_ERROR),
+            }
+        }
+        Refusal::Order(e) => Failure::new("cannot build a safe plan").cause(e.to_string()).hint(
+            "this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file",
+        ),
+        Refusal::MassDelete { deletes, limit, managed } => Failure::new(format!(
+            "the plan deletes {deletes} objects, more than the limit of {limit} (max of 20 and 10% of {managed} managed objects)"
+        ))
+        .hint("check the desired state (an empty or truncated export?); if the deletes are intended, re-run with --allow-mass-delete"),
+    }
+}
+
+/// Build a plan from the desired file and the current state (shared by plan and apply -d).
 pub fn build_plan(
     g: &Global,
-    desired_path: &Path,
+    desired: &Path,
     state_dir: Option<&Path>,
     allow_mass_delete: bool,
     targets: &[String],
-) -> Result<(Plan, State), Failure> {
-    let mut t = Timings::start();
-    let (loaded, current) = load_and_read(g, desired_path, state_dir, true, &mut t);
-    let mut d = report_desired(desired_path, loaded)?;
-    select_clusters(g, &mut d)?;
-    let (current, unsplit) = current?;
-    let resolved = resolve(&d, &current)?;
-    check_unsplit(&unsplit, &d, &resolved.managed, false)?;
-    t.mark("resolve");
-    let partial = match targets {
-        [] => None,
-        _ => Some(targeted(&current, &resolved.state, targets)?),
-    };
-    let desired = partial.as_ref().unwrap_or(&resolved.state);
-    let diffed = plan::diff_states(&current, desired);
-    // The planner's copy of the state and its fingerprint are made beside the diff.
-    t.mark("diff");
-    let (plan, managed) = std::thread::scope(|s| {
-        // The mass-delete guard's count (a walk of every managed account's users) on the
-        // second core, which ordering leaves idle.
-        let managed = s.spawn(|| {
-            resolved
-                .managed
-                .iter()
-                .map(|(c, accts)| {
-                    let users = current
-                        .clusters
-                        .get(c)
-                        .map(|cs| accts.iter().map(|a| cs.users_of_account(a).count()).sum())
-                        .unwrap_or(0);
-                    accts.len() + users
-                })
-                .sum::<usize>()
-        });
-        let plan = plan::order(diffed, &current, desired, &d.hash);
-        (plan, managed.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
-    let mut plan = plan.map_err(|e| {
-        Failure::new("cannot build a safe plan")
-            .cause(e.to_string())
-            .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file")
-    })?;
-    // The fingerprint covers what the plan depends on (model::fingerprint::Scope), so that
-    // writes elsewhere on a busy slurmdbd leave a saved plan valid.
-    plan.narrow_to(&current, slurmplan::model::fingerprint::Scope::of(&current, desired, &resolved.managed));
-    t.mark("order");
-    // A one-shot process: freeing a million associations only costs time before exit.
-    std::mem::forget(resolved);
-    std::mem::forget(d);
-    if partial.is_some() {
-        plan.warnings.push(TARGET_WARNING.into());
-    }
-    mass_delete_guard(&mut plan, managed, allow_mass_delete)?;
-    Ok((plan, current))
-}
-
-const TARGET_WARNING: &str = "resource targeting is in effect; the plan may be incomplete: only the targeted objects and what they strictly need are planned. Run a plan without --target afterwards to see what else differs.";
-
-/// The partially desired state for `--target`; prints the banner.
-fn targeted(current: &State, desired: &State, targets: &[String]) -> Result<State, Failure> {
-    let t = plan::target::partial_desired(current, desired, targets).map_err(|e| {
-        let f = Failure::new(e.to_string()).code(super::EXIT_USAGE);
-        match e {
-            plan::target::TargetError::Unknown { .. } => f.hint(
-                "addresses look like account.CLUSTER.NAME, user_association.CLUSTER.USER@ACCOUNT, default_account.CLUSTER.USER, qos.NAME (see `slurmplan plan --format json`)",
-            ),
-            plan::target::TargetError::Incomplete(_) => f.code(super::EXIT_ERROR),
-        }
-    })?;
-    eprintln!("\nWarning: {TARGET_WARNING}\n");
-    for u in &t.unchanged {
-        eprintln!("note: target `{u}` has no changes");
-    }
-    Ok(t.state)
+) -> Result<pipeline::Planned, Failure> {
+    let req = pipeline::Request { desired, clusters: &g.clusters, targets, allow_mass_delete, one_shot: true };
+    let mut printer = Printer { warnings: true, timings: Timings::start() };
+    pipeline::plan(&req, reader(g, state_dir, true), &mut printer)
+        .map_err(|r| refused(r, desired, "nothing was planned", false))
 }
 
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
     let lock_dir = std::env::var_os("SLURMPLAN_LOCK_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
     super::apply::report_interrupted(&slurmplan::apply::lock::interrupted(&lock_dir));
-    let (mut plan, current) =
+    let pipeline::Planned { mut plan, current } =
         build_plan(g, &a.desired, a.state.state.as_deref(), a.planning.allow_mass_delete, &a.planning.targets)?;
     if a.planning.no_batch {
         plan::unbatch(&mut plan);
     }
-    std::mem::forget(current); // see build_plan
+    // A one-shot process: freeing a million associations only costs time before exit.
+    std::mem::forget(current);
     let mut t = Timings::start();
     if let Some(out) = &a.output {
         write_atomic(out, &plan_json(&plan)?)?;
@@ -574,20 +464,15 @@ impl Timings {
     pub fn start() -> Timings {
         Timings { on: std::env::var_os("SLURMPLAN_TIMINGS").is_some_and(|v| v == "1"), last: std::time::Instant::now() }
     }
+    /// The phase since the last mark is over.
     pub fn mark(&mut self, what: &str) {
-        if self.on {
-            eprintln!("timing: {what}: {:.3} s{}", self.last.elapsed().as_secs_f64(), resident());
-        }
+        self.note(what, self.last.elapsed());
         self.last = std::time::Instant::now();
     }
-    /// Time the next phase from now.
-    pub fn restart(&mut self) {
-        self.last = std::time::Instant::now();
-    }
-    /// Report a duration measured elsewhere (another thread).
+    /// Report a duration measured elsewhere (by the pipeline, or on another thread).
     pub fn note(&self, what: &str, took: std::time::Duration) {
         if self.on {
-            eprintln!("timing: {what}: {:.3} s", took.as_secs_f64());
+            eprintln!("timing: {what}: {:.3} s{}", took.as_secs_f64(), resident());
         }
     }
 }

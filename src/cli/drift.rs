@@ -10,11 +10,11 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, ValueEnum};
-use slurmplan::diff;
 use slurmplan::render::drift::{self, DriftReport};
+use slurmplan::{diff, pipeline};
 
 use super::args::{Global, StateArgs};
-use super::commands::{print_diags, write_atomic};
+use super::commands::write_atomic;
 use super::{EXIT_CHANGES, EXIT_OK, Failure, Outcome};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -44,36 +44,20 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-fn errors_only(diags: Vec<slurmplan::diag::Diagnostic>) -> Vec<slurmplan::diag::Diagnostic> {
-    diags.into_iter().filter(|d| d.is_error()).collect()
-}
-
-/// Load, read, resolve, diff: the same pipeline as `plan`, without ordering.
+/// Load, read, resolve, diff: the same pipeline as `plan`, without ordering. Nothing but errors
+/// is printed (cron mails anything on stderr).
 fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
-    let (loaded, current) = super::commands::load_and_read(
-        g,
-        &a.desired,
-        a.state.state.as_deref(),
-        false,
-        &mut super::commands::Timings::start(),
-    );
-    let mut d = loaded.map_err(|diags| {
-        let mut e = errors_only(diags);
-        print_diags(&mut e);
-        Failure::new(format!("`{}` has {} error(s); drift was not computed", a.desired.display(), e.len()))
-    })?;
-    super::commands::select_clusters(g, &mut d)?;
-    let (current, unsplit) = current?;
-    let resolved = slurmplan::desired::resolve::resolve(&d, &current).map_err(|diags| {
-        let mut e = errors_only(diags);
-        print_diags(&mut e);
-        Failure::new(format!(
-            "`{}` does not fit the current state ({} error(s)); drift was not computed",
-            a.desired.display(),
-            e.len()
-        ))
-    })?;
-    super::commands::check_unsplit(&unsplit, &d, &resolved.managed, true)?;
+    let req = pipeline::Request {
+        desired: &a.desired,
+        clusters: &g.clusters,
+        targets: &[],
+        allow_mass_delete: false,
+        one_shot: false,
+    };
+    let mut printer = super::commands::Printer { warnings: false, timings: super::commands::Timings::start() };
+    let pipeline::Resolution { desired: d, current, resolved } =
+        pipeline::resolve(&req, super::commands::reader(g, a.state.state.as_deref(), false), &mut printer)
+            .map_err(|r| super::commands::refused(r, &a.desired, "drift was not computed", true))?;
     let changes = diff::diff(&current, &resolved.state);
     Ok(DriftReport::new(a.desired.display().to_string(), d.clusters.keys().cloned(), &changes))
 }

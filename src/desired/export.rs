@@ -255,7 +255,7 @@ pub fn export(state: &State, opts: &ExportOptions) -> Result<Exported, Vec<Diagn
                 if k.user.as_str().chars().any(|ch| ch.is_ascii_uppercase()) {
                     preserve_case = true;
                 }
-                let uwhat = format!("user association `{}` on `{cname}`", crate::diff::user_key_label(k));
+                let uwhat = format!("user association `{}` on `{cname}`", crate::model::user_key_label(k));
                 let ulines = assoc_lines(a, &acct_eff, &uwhat, &mut warnings);
                 let missing = references_missing(a, state);
                 if !missing.is_empty() {

@@ -15,7 +15,7 @@ use crate::model::{
     AccountGraph, AccountRecord, Assoc, ClusterState, GraphError, InOrder, Name, Qos, QosList, State, UserIndex,
     UserKey, user_index,
 };
-use crate::sacctmgr::sim;
+use crate::rules;
 
 /// The complete desired state plus warnings (e.g. DefaultAccounts slurmplan had to choose).
 pub struct Resolved {
@@ -71,7 +71,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         qos: current.qos.clone(),
     };
     let mut managed_all = BTreeMap::new();
-    let mut after: Vec<sim::SimError> = Vec::new();
+    let mut after: Vec<rules::RuleError> = Vec::new();
     let doomed_qos = resolve_qos(d, current, &mut state);
     for (cname, dc) in &d.clusters {
         let Some(cur) = current.clusters.get(cname) else {
@@ -231,7 +231,7 @@ fn account_tree(
 
 /// What `users_and_defaults` makes: the user map, the user index, the DefaultAccounts, and what
 /// breaks slurmdbd's rules on the rebuilt cluster.
-type UsersAndDefaults = (BTreeMap<UserKey, Assoc>, UserIndex, BTreeMap<Name, Name>, Vec<sim::SimError>);
+type UsersAndDefaults = (BTreeMap<UserKey, Assoc>, UserIndex, BTreeMap<Name, Name>, Vec<rules::RuleError>);
 
 /// Users: unmanaged accounts keep theirs; managed accounts get exactly the declared ones. Then
 /// the DefaultAccounts (`choose_defaults`) and slurmdbd's rules on the result, split over two
@@ -266,13 +266,13 @@ fn users_and_defaults(
             for a in managed {
                 replace_run(&mut users, cur.users_of_account(a), dc.users.of_account(a));
             }
-            (users, sim::check_accounts_parts(cname, accounts, users_of))
+            (users, rules::check_default_qos_of_accounts(cname, accounts, users_of))
         });
         let index = user_index(sources().map(|(k, _)| k));
         let defaults = choose_defaults(d, cname, dc, cur, &index, errors, warnings);
         // slurmdbd's rules on the rebuilt cluster (used only if nothing else failed): the same
-        // checks as `sim::check_cluster`, split over the two cores.
-        let broken_users = sim::check_defaults_parts(cname, &defaults, &index);
+        // checks as `rules::check_cluster`, split over the two cores.
+        let broken_users = rules::check_default_accounts(cname, &defaults, &index);
         let (users, mut broken) = users.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
         broken.extend(broken_users);
         (users, index, defaults, broken)
@@ -416,9 +416,9 @@ fn check_doomed_qos(doomed_qos: &[Name], state: &State, errors: &mut Vec<Diagnos
 
 /// The result must obey slurmdbd's rules: `after` holds what the rebuilt clusters break; only
 /// what the current state does not already break is reported.
-fn check_rules(d: &Desired, current: &State, after: Vec<sim::SimError>, errors: &mut Vec<Diagnostic>) {
+fn check_rules(d: &Desired, current: &State, after: Vec<rules::RuleError>, errors: &mut Vec<Diagnostic>) {
     let before: BTreeSet<String> =
-        if after.is_empty() { BTreeSet::new() } else { sim::check_state(current).into_iter().map(|e| e.0).collect() };
+        if after.is_empty() { BTreeSet::new() } else { rules::check_state(current).into_iter().map(|e| e.0).collect() };
     for e in after {
         if !before.contains(&e.0) {
             errors.push(

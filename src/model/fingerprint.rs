@@ -7,10 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::Write;
 
-use super::names::Name;
+use super::names::{Name, NameHash};
 use super::state::{Assoc, State, UserKey};
 
 /// What a plan depends on: a change outside it leaves the plan valid.
@@ -42,6 +42,8 @@ impl Scope {
         let mut scope = Scope { qos: desired.qos.keys().cloned().collect(), clusters: BTreeMap::new() };
         for (cname, accts) in managed {
             let mut sc = ClusterScope::default();
+            // Users come once per association: gathered, sorted and made a set in one go.
+            let mut users: Vec<&Name> = Vec::new();
             for state in [current, desired] {
                 let Some(c) = state.clusters.get(cname) else { continue };
                 for a in accts {
@@ -56,11 +58,16 @@ impl Scope {
                         at = c.accounts.parent(name.as_str());
                     }
                     for (key, assoc) in c.users_of_account(a) {
-                        sc.users.insert(key.user.clone());
-                        scope.qos.extend(assoc.qos_names().cloned());
+                        users.push(&key.user);
+                        if *assoc != Assoc::default() {
+                            scope.qos.extend(assoc.qos_names().cloned());
+                        }
                     }
                 }
             }
+            users.sort_unstable();
+            users.dedup();
+            sc.users = users.into_iter().cloned().collect();
             scope.clusters.insert(cname.clone(), sc);
         }
         scope
@@ -72,6 +79,7 @@ impl Scope {
 pub fn scoped_fingerprint(state: &State, scope: &Scope) -> String {
     let mut w = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
     let _ = writeln!(w, "scoped");
+    let empty_json = serde_json::to_string(&Assoc::default()).unwrap_or_default();
     let accounts: BTreeSet<&Name> = scope.clusters.values().flat_map(|c| &c.accounts).collect();
     for name in accounts {
         let _ = write!(w, "R ");
@@ -98,18 +106,17 @@ pub fn scoped_fingerprint(state: &State, scope: &Scope) -> String {
             let _ = writeln!(w);
             // Who is under it: a user added there is a change the plan would act on.
             for (key, assoc) in c.users_of_account(name) {
-                let _ = write!(w, "M ");
-                let _ = serde_json::to_writer(&mut w, &(key, assoc));
-                let _ = writeln!(w);
+                let _ = w.write_all(b"M ");
+                write_pair(&mut w, key, assoc, &empty_json);
             }
         }
         if sc.users.is_empty() {
             continue;
         }
-        for (key, assoc) in c.users.iter().filter(|(k, _)| sc.users.contains(&k.user)) {
-            let _ = write!(w, "U ");
-            let _ = serde_json::to_writer(&mut w, &(key, assoc));
-            let _ = writeln!(w);
+        let users: HashSet<&Name, NameHash> = sc.users.iter().collect();
+        for (key, assoc) in c.users.iter().filter(|(k, _)| users.contains(&k.user)) {
+            let _ = w.write_all(b"U ");
+            write_pair(&mut w, key, assoc, &empty_json);
         }
         for user in &sc.users {
             let _ = write!(w, "D ");
@@ -217,6 +224,21 @@ fn write_key(w: &mut impl Write, key: &UserKey) {
         }
     }
     let _ = w.write_all(b"}");
+}
+
+/// `[key,assoc]` and a newline, the bytes serde_json writes for the pair, with the shared
+/// empty association (`empty_json`, nearly every user association) and plain keys written
+/// directly.
+fn write_pair(w: &mut impl Write, key: &UserKey, assoc: &Assoc, empty_json: &str) {
+    let _ = w.write_all(b"[");
+    write_key(w, key);
+    let _ = w.write_all(b",");
+    if *assoc == Assoc::default() {
+        let _ = w.write_all(empty_json.as_bytes());
+    } else {
+        let _ = serde_json::to_writer(&mut *w, assoc);
+    }
+    let _ = w.write_all(b"]\n");
 }
 
 /// `sha256:<hex>` of raw bytes (the desired file, a plan body).

@@ -11,6 +11,6 @@ pub use in_order::InOrder;
 pub use names::{Name, NameError, NameKind};
 pub use state::{
     AccountGraph, AccountNode, AccountRecord, Assoc, AssocData, ClusterState, GraphError, Limits, Qos, State,
-    UserIndex, UserKey, user_index,
+    UserIndex, UserKey, user_index, user_key_label,
 };
 pub use values::{Fairshare, QosList, Tres};

@@ -188,6 +188,14 @@ pub struct UserKey {
     pub partition: Option<Name>,
 }
 
+/// `alice@proj1` or `alice@proj1:gpu`.
+pub fn user_key_label(k: &UserKey) -> String {
+    match &k.partition {
+        Some(p) => format!("{}@{}:{p}", k.user, k.account),
+        None => format!("{}@{}", k.user, k.account),
+    }
+}
+
 /// One account association on a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountNode {

@@ -10,13 +10,15 @@ pub mod file;
 pub mod lints;
 pub mod target;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::{Deserialize, Serialize};
 
 use crate::diff::{self, Action, Change};
-use crate::model::State;
-use crate::model::fingerprint::fingerprint;
+use crate::model::fingerprint::{Scope, fingerprint, scoped_fingerprint};
+use crate::model::{Name, State};
+use crate::rules::RuleModel;
 use crate::sacctmgr::command::Command;
-use crate::sacctmgr::sim::Sim;
 
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -102,7 +104,7 @@ pub struct Plan {
     /// What `current_fingerprint` covers: absent = the whole state (format 1); present = only
     /// this part (format 2), so writes elsewhere leave the plan valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<crate::model::fingerprint::Scope>,
+    pub scope: Option<Scope>,
 }
 
 impl Plan {
@@ -110,16 +112,9 @@ impl Plan {
     /// scope, or over the whole state.
     pub fn fingerprint_of(&self, state: &State) -> String {
         match &self.scope {
-            Some(scope) => crate::model::fingerprint::scoped_fingerprint(state, scope),
+            Some(scope) => scoped_fingerprint(state, scope),
             None => fingerprint(state),
         }
-    }
-
-    /// Fingerprint only `scope` of `current` from now on (see [`Plan::scope`]).
-    pub fn narrow_to(&mut self, current: &State, scope: crate::model::fingerprint::Scope) {
-        self.current_fingerprint = crate::model::fingerprint::scoped_fingerprint(current, &scope);
-        self.scope = Some(scope);
-        self.format_version = FORMAT_VERSION_SCOPED;
     }
 }
 
@@ -185,36 +180,58 @@ pub fn unbatch(plan: &mut Plan) {
     plan.steps = out;
 }
 
-/// Diff and order: the whole planning pipeline on two complete states.
+/// Diff and order: the whole planning pipeline on two complete states (the fingerprint covers
+/// the whole current state: format 1).
 pub fn make_plan(current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    order(diff_states(current, desired), current, desired, desired_hash)
+    order(diff_states(current, desired, Covers::Whole), current, desired, desired_hash)
+}
+
+/// What a plan's `current_fingerprint` covers.
+pub enum Covers<'a> {
+    /// The whole current state (format 1).
+    Whole,
+    /// Only what a plan of these managed accounts (per cluster) depends on ([`Scope::of`]),
+    /// so that writes elsewhere leave the plan valid (format 2).
+    Managed(&'a BTreeMap<Name, BTreeSet<Name>>),
 }
 
 /// The first half of [`make_plan`]: the diff, and what ordering starts from (callers that
 /// time the phases call the halves one after the other).
 pub struct Diffed {
-    sim: Sim,
+    sim: RuleModel,
     current_fingerprint: String,
+    scope: Option<Scope>,
     changes: Vec<Change>,
 }
 
 /// The diff of the two states, made on a second core while this one copies `current` for
-/// the planner and fingerprints it (the diff takes about as long as the other two). The copy
-/// is made on this thread, which goes on to change and free it: a copy made on the other
-/// thread would be another thread's memory, and every change and free of it would go through
-/// the allocator's slow path.
-pub fn diff_states(current: &State, desired: &State) -> Diffed {
+/// the planner and takes the one fingerprint `covers` asks for (the diff takes about as long
+/// as the other two). The copy is made on this thread, which goes on to change and free it: a
+/// copy made on the other thread is slower to change and free (its memory is another
+/// thread's, and every change and free of it goes through the allocator's slow path).
+pub fn diff_states(current: &State, desired: &State, covers: Covers) -> Diffed {
     std::thread::scope(|s| {
         let changes = s.spawn(|| diff::diff(current, desired));
-        let sim = Sim::new(current.clone());
-        let current_fingerprint = fingerprint(current);
-        Diffed { sim, current_fingerprint, changes: changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) }
+        let sim = RuleModel::new(current.clone());
+        let (current_fingerprint, scope) = match covers {
+            Covers::Whole => (fingerprint(current), None),
+            Covers::Managed(managed) => {
+                let scope = Scope::of(current, desired, managed);
+                (scoped_fingerprint(current, &scope), Some(scope))
+            }
+        };
+        Diffed {
+            sim,
+            current_fingerprint,
+            scope,
+            changes: changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+        }
     })
 }
 
 /// The second half of [`make_plan`]: the ordered steps, lints and summary of a diff.
 pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    let Diffed { mut sim, current_fingerprint, changes } = diffed;
+    let Diffed { mut sim, current_fingerprint, scope, changes } = diffed;
     let (steps, mut lints) = build::build_steps_and_lints(&mut sim, desired, &changes)?;
     let changes = std::thread::scope(|s| {
         // The planner's model (a copy of the whole state) is freed on the second core while
@@ -228,7 +245,7 @@ pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &st
             .collect::<Vec<_>>()
     });
     Ok(Plan {
-        format_version: FORMAT_VERSION,
+        format_version: if scope.is_some() { FORMAT_VERSION_SCOPED } else { FORMAT_VERSION },
         generator: format!("slurmplan {}", env!("CARGO_PKG_VERSION")),
         current_fingerprint,
         desired_hash: desired_hash.to_string(),
@@ -237,6 +254,6 @@ pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &st
         steps,
         warnings: Vec::new(),
         lints,
-        scope: None,
+        scope,
     })
 }

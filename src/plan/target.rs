@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diff::{self, Change, user_key_label};
 use crate::model::{Assoc, Name, QosList, State};
-use crate::sacctmgr::sim;
+use crate::rules;
 
 /// Why targeting failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -288,7 +288,7 @@ fn apply(current: &State, desired: &State, chosen: &[&Change]) -> Result<State, 
 
 /// New rule violations of `st` compared with `current` (a broken current state is not ours).
 fn new_violations(current: &BTreeSet<String>, st: &State) -> Vec<String> {
-    sim::check_state(st).into_iter().map(|e| e.0).filter(|e| !current.contains(e)).collect()
+    rules::check_state(st).into_iter().map(|e| e.0).filter(|e| !current.contains(e)).collect()
 }
 
 /// The partially desired state for `targets` (exact change or object addresses).
@@ -313,7 +313,7 @@ pub fn partial_desired(current: &State, desired: &State, targets: &[String]) -> 
         }
     }
     close(&mut sel, &changes, |a, b| needs(a, b, current));
-    let before: BTreeSet<String> = sim::check_state(current).into_iter().map(|e| e.0).collect();
+    let before: BTreeSet<String> = rules::check_state(current).into_iter().map(|e| e.0).collect();
     let build = |sel: &BTreeSet<usize>| {
         let chosen: Vec<&Change> = sel.iter().map(|&i| &changes[i]).collect();
         apply(current, desired, &chosen).map_err(TargetError::Incomplete)

@@ -1,6 +1,6 @@
 //! Layer 1: everything that knows sacctmgr: its reads (`reads`), parsing their `-n -P` output
-//! (`parse`), snapshot directories (`snapshot`), the pure command builder (`command`), the
-//! in-memory model of slurmdbd's rules (`sim`) and the one process spawn (`runner`).
+//! (`parse`), snapshot directories (`snapshot`), the pure command builder (`command`) and the
+//! one process spawn (`runner`). The rules slurmdbd enforces are modelled above it (`rules`).
 
 pub mod command;
 pub mod live;
@@ -8,5 +8,4 @@ pub mod parse;
 pub mod quote;
 pub mod reads;
 pub mod runner;
-pub mod sim;
 pub mod snapshot;

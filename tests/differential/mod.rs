@@ -1,4 +1,4 @@
-//! Differential testing of the rules model (`sacctmgr::sim`) against real slurmdbd: the case
+//! Differential testing of the rules model (`rules`) against real slurmdbd: the case
 //! generator (small, messy sites and desired files drifted from them), the invariants every
 //! step must keep, and the regression fixtures that `cargo test` replays offline.
 //!
@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use slurmplan::model::State;
 use slurmplan::plan::make_plan;
+use slurmplan::rules::{RuleModel, check_default_accounts};
 use slurmplan::sacctmgr::command::Command;
-use slurmplan::sacctmgr::sim::{Sim, check_defaults_parts};
 use slurmplan::sacctmgr::snapshot;
 
 // ------------------------------------------------------------------------------------------
@@ -1023,7 +1023,7 @@ pub fn violations(s: &State) -> BTreeSet<String> {
                 }
             }
         }
-        for e in check_defaults_parts(cname, &c.defaults, &c.user_index()) {
+        for e in check_default_accounts(cname, &c.defaults, &c.user_index()) {
             out.insert(e.0);
         }
     }
@@ -1111,7 +1111,7 @@ pub fn replay_fixture(dir: &Path) -> Result<(), String> {
         serde_json::from_str(&std::fs::read_to_string(dir.join("steps.json")).map_err(|e| format!("steps.json: {e}"))?)
             .map_err(|e| format!("steps.json: {e}"))?;
     let mut errors = Vec::new();
-    let mut sim = Sim::new(before.clone());
+    let mut sim = RuleModel::new(before.clone());
     let mut prev = before.clone();
     for (i, st) in steps.iter().enumerate() {
         let real = load_snapshot(&after_dir(dir, i))?;
@@ -1166,7 +1166,7 @@ pub fn check_plan_on_model(dir: &Path, before: &State) -> Result<(), String> {
     let resolved = slurmplan::desired::resolve::resolve(&desired, before).map_err(|d| format!("resolve: {d:?}"))?;
     let plan = make_plan(before, &resolved.state, "fixture").map_err(|e| format!("plan: {e}"))?;
     let was = violations(before);
-    let mut sim = Sim::new(before.clone());
+    let mut sim = RuleModel::new(before.clone());
     for s in &plan.steps {
         sim.apply(&s.command)
             .map_err(|e| format!("plan step {} `{}` refused by the model: {e}", s.number, s.argv.join(" ")))?;

@@ -20,10 +20,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use slurmplan::model::{ClusterState, Name, QosList, State, Tres};
+use slurmplan::rules::{RuleError, RuleModel};
 use slurmplan::sacctmgr::command::{AssocSet, Command, QosSet, Scalar, TresLimit};
 use slurmplan::sacctmgr::parse::{format_duration, write_state};
 use slurmplan::sacctmgr::reads::{ASSOCS, READS};
-use slurmplan::sacctmgr::sim::{Sim, SimError};
 use slurmplan::sacctmgr::snapshot;
 
 mod argv;
@@ -122,7 +122,7 @@ fn run() -> Reply {
     if env_at("FAKE_SACCTMGR_LIE_AT") == Some(k) {
         return reply(success, "", 0);
     }
-    let mut sim = Sim::new(state.clone());
+    let mut sim = RuleModel::new(state.clone());
     match sim.apply(&cmd) {
         Ok(()) => match save(&dir, &sim.state, manifest) {
             Ok(()) => reply(success, "", 0),
@@ -607,7 +607,7 @@ const NOTHING_MODIFIED: &str = " Nothing modified\n";
 const NOTHING_DELETED: &str = " Nothing deleted\n";
 
 /// 22.05's answer when the simulator refuses `cmd` (`after` is the simulator's partial state).
-fn failure(cmd: &Command, before: &State, after: &State, e: &SimError) -> Reply {
+fn failure(cmd: &Command, before: &State, after: &State, e: &RuleError) -> Reply {
     let msg = e.0.as_str();
     if let Some(c) = cmd.cluster()
         && !before.clusters.contains_key(c)

@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Assoc, ClusterState, Name};
+use crate::rules;
 use crate::sacctmgr::command::{AssocSet, Command};
-use crate::sacctmgr::sim;
 
 use super::{Builder, UserBatches, user_objects, without_qos};
 use crate::plan::{Phase, PlanError};
@@ -90,7 +90,7 @@ pub(super) fn user_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> 
         if c.users.contains_key(k) {
             continue;
         }
-        let assoc = if sim::check_user_change(c, k, want).is_ok() { want.clone() } else { without_qos(want) };
+        let assoc = if rules::check_user_change(c, k, want).is_ok() { want.clone() } else { without_qos(want) };
         let key = (k.account.clone(), k.partition.clone(), serde_json::to_string(&assoc).unwrap_or_default());
         groups.entry(key).or_insert_with(|| (assoc, Vec::new())).1.push(k.user.clone());
     }

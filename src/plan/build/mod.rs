@@ -1,6 +1,6 @@
 //! Ordering: turn (current, resolved desired) into the ordered, batched steps of a plan.
 //!
-//! Every step is applied to a [`Sim`] of slurmdbd as it is emitted; a step the simulator
+//! Every step is applied to a [`RuleModel`] of slurmdbd as it is emitted; a step the simulator
 //! refuses is a planner bug and aborts planning (nothing half-valid is ever shown). The phases
 //! and their order are those of docs/planning.md ("Phases, in execution order"), one file each
 //! here, each opening with what it may rely on. Later phases compare the simulated state with
@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diff::{Change, user_key_label};
 use crate::model::{Assoc, AssocData, ClusterState, Name, QosList, State, UserKey};
+use crate::rules::RuleModel;
 use crate::sacctmgr::command::{AssocSet, Command};
-use crate::sacctmgr::sim::Sim;
 
 use super::lints::{self, Lint};
 use super::{Phase, PlanError, Step};
@@ -41,7 +41,7 @@ use reparent::reparents;
 type UserBatches<T> = BTreeMap<(Name, Option<Name>, String), (T, Vec<Name>)>;
 
 struct Builder<'s> {
-    sim: &'s mut Sim,
+    sim: &'s mut RuleModel,
     steps: Vec<Step>,
     changed: BTreeSet<String>,
     /// Per cluster, the objects the diff names: the only ones any phase needs to look at, so
@@ -181,7 +181,7 @@ fn user_addr(c: &Name, k: &UserKey) -> String {
 /// current state (`plan::diff_states` copies it); `changes` are the diff of the two states (used
 /// for causes).
 pub fn build_steps_and_lints(
-    sim: &mut Sim,
+    sim: &mut RuleModel,
     desired: &State,
     changes: &[Change],
 ) -> Result<(Vec<Step>, Vec<Lint>), PlanError> {

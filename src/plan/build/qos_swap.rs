@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use crate::model::{Assoc, ClusterState, Name, QosList, UserKey};
+use crate::rules;
 use crate::sacctmgr::command::{AssocSet, Command};
-use crate::sacctmgr::sim;
 
 use super::{Builder, acct_addr, qos_set, user_addr};
 use crate::plan::{Phase, PlanError};
@@ -20,7 +20,7 @@ fn qos_part(a: &Assoc) -> (QosList, Option<Name>) {
 }
 
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Target {
+enum AssocRef {
     Account(usize, Name),
     User(UserKey),
 }
@@ -30,7 +30,7 @@ enum Target {
 /// old ∪ new and try again (sacctmgr.md section 4: widen, move user defaults, then swap).
 pub(super) fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
     let mut pending = pending_targets(b, cname, d);
-    let mut widened: BTreeSet<Target> = BTreeSet::new();
+    let mut widened: BTreeSet<AssocRef> = BTreeSet::new();
     while !pending.is_empty() {
         let ready = ready_now(b, cname, d, &pending);
         if !ready.is_empty() {
@@ -49,8 +49,8 @@ pub(super) fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -
 }
 
 /// The touched associations whose QoS list or DefaultQOS differs from the desired one.
-fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState) -> BTreeSet<Target> {
-    let mut pending: BTreeSet<Target> = BTreeSet::new();
+fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState) -> BTreeSet<AssocRef> {
+    let mut pending: BTreeSet<AssocRef> = BTreeSet::new();
     let touched = b.touched(cname);
     let c = b.cluster(cname);
     for n in &touched.accounts {
@@ -58,7 +58,7 @@ fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState) -> BTreeSet<
         if let Some(have) = c.accounts.get(n.as_str())
             && qos_part(&have.assoc) != qos_part(want)
         {
-            pending.insert(Target::Account(d.accounts.depth(n.as_str()), n.clone()));
+            pending.insert(AssocRef::Account(d.accounts.depth(n.as_str()), n.clone()));
         }
     }
     for k in &touched.users {
@@ -66,7 +66,7 @@ fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState) -> BTreeSet<
         if let Some(have) = c.users.get(k)
             && qos_part(have) != qos_part(want)
         {
-            pending.insert(Target::User(k.clone()));
+            pending.insert(AssocRef::User(k.clone()));
         }
     }
     pending
@@ -79,18 +79,18 @@ fn ready_now(
     b: &Builder<'_>,
     cname: &Name,
     d: &ClusterState,
-    pending: &BTreeSet<Target>,
-) -> Vec<(Target, Command, String)> {
+    pending: &BTreeSet<AssocRef>,
+) -> Vec<(AssocRef, Command, String)> {
     let c = b.cluster(cname);
     let mut selected_accounts: BTreeSet<Name> = BTreeSet::new();
-    let mut ready: Vec<(Target, Command, String)> = Vec::new();
+    let mut ready: Vec<(AssocRef, Command, String)> = Vec::new();
     for t in pending {
         let under_selected = |acct: &Name| {
             selected_accounts.contains(acct)
                 || c.accounts.ancestors(acct.as_str()).iter().any(|a| selected_accounts.contains(*a))
         };
         match t {
-            Target::Account(_, n) => {
+            AssocRef::Account(_, n) => {
                 if under_selected(n) {
                     continue;
                 }
@@ -98,7 +98,7 @@ fn ready_now(
                 selected_accounts.insert(n.clone());
                 ready.push((t.clone(), cmd, acct_addr(cname, n)));
             }
-            Target::User(k) => {
+            AssocRef::User(k) => {
                 if under_selected(&k.account) {
                     continue;
                 }
@@ -117,11 +117,11 @@ fn account_final(c: &ClusterState, cname: &Name, d: &ClusterState, n: &Name) -> 
     let mut next = have.clone();
     next.qos = want.qos.clone();
     next.default_qos = want.default_qos.clone();
-    if sim::check_account_change(c, n, &next).is_err() {
+    if rules::check_account_change(c, n, &next).is_err() {
         return None;
     }
     let set = qos_set(have, want);
-    // Slurm 22.05 checks the user rows below (sim::check_user_rows_for_account_qos).
+    // Slurm 22.05 checks the user rows below (rules::check_user_rows_for_account_qos).
     if account_rows_block(c, n, &next, &set) {
         return None;
     }
@@ -135,19 +135,19 @@ fn user_final(
     cname: &Name,
     d: &ClusterState,
     k: &UserKey,
-    pending: &BTreeSet<Target>,
+    pending: &BTreeSet<AssocRef>,
 ) -> Option<Command> {
     let have = c.users.get(k).expect("exists");
     let want = d.users.get(k).expect("desired");
     let mut next = have.clone();
     next.qos = want.qos.clone();
     next.default_qos = want.default_qos.clone();
-    if sim::check_user_change(c, k, &next).is_err() {
+    if rules::check_user_change(c, k, &next).is_err() {
         return None;
     }
     // A final list without the account's coming DefaultQOS waits for it
     // (Slurm 22.05 checks the user rows when the account gets it).
-    let account_pending = pending.iter().any(|p| matches!(p, Target::Account(_, a) if *a == k.account));
+    let account_pending = pending.iter().any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account));
     let coming = d.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
     let has_now = c.accounts.get(k.account.as_str()).and_then(|x| x.assoc.default_qos.as_ref());
     if account_pending
@@ -173,8 +173,8 @@ fn user_final(
 /// without objects, names gathered, then set once).
 fn emit_batched(
     b: &mut Builder<'_>,
-    pending: &mut BTreeSet<Target>,
-    ready: Vec<(Target, Command, String)>,
+    pending: &mut BTreeSet<AssocRef>,
+    ready: Vec<(AssocRef, Command, String)>,
 ) -> Result<(), PlanError> {
     let mut batches: Vec<(Command, Vec<Name>, Vec<String>)> = Vec::new();
     for (t, cmd, object) in ready {
@@ -200,8 +200,8 @@ fn widen_next(
     b: &mut Builder<'_>,
     cname: &Name,
     d: &ClusterState,
-    pending: &BTreeSet<Target>,
-    widened: &mut BTreeSet<Target>,
+    pending: &BTreeSet<AssocRef>,
+    widened: &mut BTreeSet<AssocRef>,
 ) -> Result<(), PlanError> {
     let Some(t) = pending.iter().find(|t| !widened.contains(*t)).cloned() else {
         return Err(PlanError::Unsafe {
@@ -212,7 +212,7 @@ fn widen_next(
     widened.insert(t.clone());
     let c = b.cluster(cname);
     match &t {
-        Target::Account(_, n) => {
+        AssocRef::Account(_, n) => {
             let mut wide = c.accounts.effective_qos(n.as_str());
             wide.extend(effective_in(d, n));
             let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
@@ -227,7 +227,7 @@ fn widen_next(
                 Some("widen the QoS list first so every DefaultQOS stays valid"),
             )
         }
-        Target::User(k) => {
+        AssocRef::User(k) => {
             let have = c.users.get(k).expect("exists").clone();
             let mut wide = c.user_effective_qos(k, &have);
             let want = d.users.get(k).expect("desired");
@@ -241,12 +241,12 @@ fn widen_next(
 }
 
 /// Would Slurm 22.05 refuse giving account `n` the QoS settings of `next` (the command `set`)
-/// because of the user rows under it (`sim::check_user_rows_for_account_qos`)?
+/// because of the user rows under it (`rules::check_user_rows_for_account_qos`)?
 fn account_rows_block(c: &ClusterState, n: &Name, next: &Assoc, set: &AssocSet) -> bool {
     let Some(new_default) = &set.default_qos else { return false };
     let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
     let new_list = next.qos.effective(&parent.unwrap_or_default());
-    sim::check_user_rows_against(c, n, &new_list, new_default.as_ref()).is_err()
+    rules::check_user_rows_against(c, n, &new_list, new_default.as_ref()).is_err()
 }
 
 /// See the call in [`qos_changes`]: the user rows that block a pending account get an explicit
@@ -256,14 +256,14 @@ fn widen_users_for_account(
     b: &mut Builder<'_>,
     cname: &Name,
     d: &ClusterState,
-    pending: &mut BTreeSet<Target>,
-    widened: &mut BTreeSet<Target>,
+    pending: &mut BTreeSet<AssocRef>,
+    widened: &mut BTreeSet<AssocRef>,
 ) -> Result<bool, PlanError> {
     let mut wide: Vec<(UserKey, BTreeSet<Name>)> = Vec::new();
     {
         let c = b.cluster(cname);
         for t in pending.iter() {
-            let Target::Account(_, n) = t else { continue };
+            let AssocRef::Account(_, n) = t else { continue };
             let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
             let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
             let mut next = have.clone();
@@ -277,7 +277,7 @@ fn widen_users_for_account(
             let new_list = next.qos.effective(&parent.unwrap_or_default());
             let Some(new_default) = &set.default_qos else { continue };
             for (k, a) in c.users_of_account(n) {
-                let target = Target::User(k.clone());
+                let target = AssocRef::User(k.clone());
                 let row_eff = a.qos.effective(&new_list);
                 let needs: Vec<&Name> = new_default
                     .as_ref()
@@ -307,7 +307,7 @@ fn widen_users_for_account(
             list.clone(),
             "widen the user's QoS list while its account changes (Slurm 22.05 checks the user rows)",
         )?;
-        let t = Target::User(k.clone());
+        let t = AssocRef::User(k.clone());
         widened.insert(t.clone());
         if d.users.contains_key(k) {
             pending.insert(t);

@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 
 use crate::model::{ClusterState, Name, QosList, UserKey};
+use crate::rules;
 use crate::sacctmgr::command::{AssocSet, Command};
-use crate::sacctmgr::sim;
 
 use super::{Builder, acct_addr, qos_set, user_addr};
 use crate::plan::{Phase, PlanError};
@@ -51,7 +51,7 @@ fn make_move_safe(
     parent: &Name,
 ) -> Result<(), PlanError> {
     let c = b.cluster(cname);
-    if sim::check_reparent(c, name, parent).is_ok() {
+    if rules::check_reparent(c, name, parent).is_ok() {
         return Ok(());
     }
     let have = c.accounts.get(name.as_str()).expect("exists").assoc.clone();
@@ -60,8 +60,8 @@ fn make_move_safe(
     fin.qos = want.qos.clone();
     fin.default_qos = want.default_qos.clone();
     if fin != have
-        && sim::check_account_change(c, name, &fin).is_ok()
-        && sim::check_reparent_with(c, name, parent, &fin).is_ok()
+        && rules::check_account_change(c, name, &fin).is_ok()
+        && rules::check_reparent_with(c, name, parent, &fin).is_ok()
     {
         return b.emit(
             Phase::Reparent,

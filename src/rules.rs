@@ -1,6 +1,7 @@
-//! An in-memory model of the slurmdbd rules slurmplan relies on, applied command by command.
+//! Layer 2: the rules model: an in-memory model of the slurmdbd rules slurmplan relies on,
+//! applied command by command, and the checks of those rules on a state.
 //!
-//! `Sim::apply` refuses what real slurmdbd refuses (missing parent, unknown QoS, DefaultAccount
+//! `RuleModel::apply` refuses what real slurmdbd refuses (missing parent, unknown QoS, DefaultAccount
 //! without an association) AND what Slurm 22.05 silently lets through but leaves broken (an
 //! effective DefaultQOS outside the effective QoS list, a removed default association leaving a
 //! dangling DefaultAccount, deleting an account that still has children or users) AND a user
@@ -10,22 +11,22 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::command::{AssocSet, Command};
 use crate::model::names::NameHash;
 use crate::model::{
     AccountGraph, Assoc, ClusterState, InOrder, Name, Qos, QosList, State, UserIndex, UserKey, names::root,
 };
+use crate::sacctmgr::command::{AssocSet, Command};
 
 /// Why a command would break a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct SimError(pub String);
+pub struct RuleError(pub String);
 
 /// Part of the message of a refusal of a command real slurmdbd accepts but whose outcome the
-/// model cannot predict ([`SimError::is_unpredictable`]).
+/// model cannot predict ([`RuleError::is_unpredictable`]).
 const UNPREDICTABLE: &str = "the outcome cannot be predicted";
 
-impl SimError {
+impl RuleError {
     /// The command is refused because what real slurmdbd would make of it cannot be predicted
     /// (not because slurmdbd refuses it or it breaks a rule).
     pub fn is_unpredictable(&self) -> bool {
@@ -33,15 +34,15 @@ impl SimError {
     }
 }
 
-fn err<T>(msg: impl Into<String>) -> Result<T, SimError> {
-    Err(SimError(msg.into()))
+fn err<T>(msg: impl Into<String>) -> Result<T, RuleError> {
+    Err(RuleError(msg.into()))
 }
 
 /// cluster -> user -> number of associations.
 type UserCounts = BTreeMap<Name, HashMap<Name, usize, NameHash>>;
 
 /// A state plus per-cluster user counters, mutated by applying commands.
-pub struct Sim {
+pub struct RuleModel {
     pub state: State,
     /// Counted when first needed: when a user loses the association of its DefaultAccount
     /// (is it gone from the cluster, or left with a dangling DefaultAccount?). Most plans,
@@ -50,9 +51,9 @@ pub struct Sim {
     user_assocs: Option<UserCounts>,
 }
 
-impl Sim {
-    pub fn new(state: State) -> Sim {
-        Sim { state, user_assocs: None }
+impl RuleModel {
+    pub fn new(state: State) -> RuleModel {
+        RuleModel { state, user_assocs: None }
     }
 
     /// The user counters, counted from the state now if not yet.
@@ -70,7 +71,7 @@ impl Sim {
         })
     }
 
-    fn cluster_mut(&mut self, name: &Name) -> Result<&mut ClusterState, SimError> {
+    fn cluster_mut(&mut self, name: &Name) -> Result<&mut ClusterState, RuleError> {
         match self.state.clusters.get_mut(name) {
             Some(c) => Ok(c),
             None => err(format!("cluster `{name}` has not been added")),
@@ -78,7 +79,7 @@ impl Sim {
     }
 
     /// Every QoS a QoS list and a DefaultQOS name must exist.
-    fn check_qos_exist(&self, qos: &QosList, default_qos: Option<&Name>) -> Result<(), SimError> {
+    fn check_qos_exist(&self, qos: &QosList, default_qos: Option<&Name>) -> Result<(), RuleError> {
         let mut names: Vec<&Name> = Vec::new();
         match qos {
             QosList::Inherit => {}
@@ -99,7 +100,7 @@ impl Sim {
 
     /// Apply one command; on error the state is unchanged only where documented (callers
     /// treat any error as fatal and discard the simulation).
-    pub fn apply(&mut self, cmd: &Command) -> Result<(), SimError> {
+    pub fn apply(&mut self, cmd: &Command) -> Result<(), RuleError> {
         match cmd {
             Command::AddQos { names, set } => {
                 for n in names {
@@ -146,7 +147,7 @@ impl Sim {
                     }
                     c.accounts
                         .insert(n.clone(), parent.as_str(), assoc.clone())
-                        .map_err(|e| SimError(e.to_string()))?;
+                        .map_err(|e| RuleError(e.to_string()))?;
                 }
                 for n in names {
                     check_subtree(c, n)?;
@@ -205,7 +206,7 @@ impl Sim {
                     return err(format!("account `{name}` is already under `{parent}` (a no-op)"));
                 }
                 let before: BTreeSet<Violation> = subtree_violations(c, name).into_iter().map(|(v, _)| v).collect();
-                c.accounts.reparent(name.as_str(), parent.as_str()).map_err(SimError)?;
+                c.accounts.reparent(name.as_str(), parent.as_str()).map_err(RuleError)?;
                 refuse_introduced(&before, subtree_violations(c, name))?;
             }
             Command::DeleteAccount { cluster, names } => {
@@ -217,7 +218,7 @@ impl Sim {
                     if c.users_of_account(n).next().is_some() {
                         return err(format!("account `{n}` on `{cluster}` still has user associations"));
                     }
-                    c.accounts.remove_leaf(n.as_str()).map_err(SimError)?;
+                    c.accounts.remove_leaf(n.as_str()).map_err(RuleError)?;
                 }
             }
             Command::AddUser { cluster, users, account, partition, set, more_accounts, default_account } => {
@@ -323,7 +324,7 @@ impl Sim {
     }
 }
 
-impl Sim {
+impl RuleModel {
     /// Remove the association rows of `users` under `account`: the row of `partition`, or
     /// (`None`) every row (no partition clause). slurmdbd's rules on a user's DefaultAccount,
     /// which it marks per row (see `ClusterState::unmarked`):
@@ -338,7 +339,7 @@ impl Sim {
         users: &[Name],
         account: &Name,
         partition: Option<Option<&Name>>,
-    ) -> Result<(), SimError> {
+    ) -> Result<(), RuleError> {
         let c = self.cluster_mut(cluster)?;
         let mut rows: Vec<(Name, Vec<UserKey>, usize)> = Vec::with_capacity(users.len());
         for u in users {
@@ -423,7 +424,7 @@ impl Sim {
     }
 }
 
-impl Sim {
+impl RuleModel {
     /// The number of associations `user` has on `cluster` (counted from the state the first
     /// time any such number is needed, then kept up to date).
     pub fn user_rows(&mut self, cluster: &Name, user: &Name) -> usize {
@@ -445,7 +446,7 @@ impl Sim {
     /// table order (a row added back after a delete keeps its old place), which no read shows.
     /// Real slurmdbd accepts the command, but what it leaves cannot be predicted, so the model
     /// refuses it: a plan sets the DefaultAccount first (docs/planning.md, rule 9).
-    fn check_add_keeps_default_known(&mut self, cluster: &Name, user: &Name) -> Result<(), SimError> {
+    fn check_add_keeps_default_known(&mut self, cluster: &Name, user: &Name) -> Result<(), RuleError> {
         if !self.lacks_valid_default(cluster, user) {
             return Ok(());
         }
@@ -466,7 +467,7 @@ impl Sim {
     /// is refused while the pattern matches an association other than the removed user's
     /// (docs/decisions.md). Applied whatever the version: a plan does not record it, and it
     /// may be applied after an upgrade.
-    fn check_user_removal_exact(&mut self, user: &Name) -> Result<(), SimError> {
+    fn check_user_removal_exact(&mut self, user: &Name) -> Result<(), RuleError> {
         let name = follow_up_name(user.as_str());
         if !name.contains('_') || self.counts().values().any(|m| m.get(user).is_some_and(|n| *n > 0)) {
             return Ok(());
@@ -547,10 +548,10 @@ pub struct Violation {
 }
 
 /// Violations found, each with the message that names it.
-type Found = Vec<(Violation, SimError)>;
+type Found = Vec<(Violation, RuleError)>;
 
 /// The first violation of `after` that is not in `before`, as an error.
-fn refuse_introduced(before: &BTreeSet<Violation>, after: Found) -> Result<(), SimError> {
+fn refuse_introduced(before: &BTreeSet<Violation>, after: Found) -> Result<(), RuleError> {
     match after.into_iter().find(|(v, _)| !before.contains(v)) {
         Some((_, e)) => Err(e),
         None => Ok(()),
@@ -559,7 +560,7 @@ fn refuse_introduced(before: &BTreeSet<Violation>, after: Found) -> Result<(), S
 
 /// Every association in the subtree of `top` (accounts and their users) keeps its effective
 /// DefaultQOS inside its effective QoS list (for new accounts: nothing was there before).
-pub fn check_subtree(c: &ClusterState, top: &Name) -> Result<(), SimError> {
+pub fn check_subtree(c: &ClusterState, top: &Name) -> Result<(), RuleError> {
     refuse_introduced(&BTreeSet::new(), subtree_violations(c, top))
 }
 
@@ -581,11 +582,11 @@ fn parent_context(c: &ClusterState, name: &Name) -> (BTreeSet<Name>, Option<Name
 
 /// The rule on one account and its user associations, given the account tree (whole-state
 /// checks: every violation counts).
-fn check_account_parts<'u>(
+fn check_default_qos_of_account<'u>(
     accounts: &AccountGraph,
     acct: &Name,
     users: impl Iterator<Item = (&'u UserKey, &'u Assoc)>,
-) -> Result<(), SimError> {
+) -> Result<(), RuleError> {
     let eff = accounts.effective_qos(acct.as_str());
     let def = accounts.effective_default_qos(acct.as_str());
     if let Some(v) = account_violation(acct, &eff, def) {
@@ -597,16 +598,16 @@ fn check_account_parts<'u>(
     Ok(())
 }
 
-fn account_violation(acct: &Name, eff: &BTreeSet<Name>, def: Option<&Name>) -> Option<(Violation, SimError)> {
+fn account_violation(acct: &Name, eff: &BTreeSet<Name>, def: Option<&Name>) -> Option<(Violation, RuleError)> {
     let d = def?;
     if eff.contains(d) {
         return None;
     }
-    let e = SimError(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(eff)));
+    let e = RuleError(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(eff)));
     Some((Violation { account: acct.clone(), user: None, default_qos: d.clone() }, e))
 }
 
-fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a: &Assoc) -> Result<(), SimError> {
+fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a: &Assoc) -> Result<(), RuleError> {
     match user_violation(acct_eff, acct_def, k, a) {
         Some((_, e)) => Err(e),
         None => Ok(()),
@@ -618,7 +619,7 @@ fn user_violation(
     acct_def: Option<&Name>,
     k: &UserKey,
     a: &Assoc,
-) -> Option<(Violation, SimError)> {
+) -> Option<(Violation, RuleError)> {
     let d = a.default_qos.as_ref().or(acct_def)?;
     // Most user associations inherit: no copy of the account's list then.
     if matches!(a.qos, QosList::Inherit) && acct_eff.contains(d) {
@@ -628,7 +629,7 @@ fn user_violation(
     if eff.contains(d) {
         return None;
     }
-    let e = SimError(format!(
+    let e = RuleError(format!(
         "user association {} would have DefaultQOS `{d}` outside its QoS list [{}]",
         show_key(k),
         list(&eff)
@@ -649,7 +650,7 @@ fn user_violation(
 /// 24.11 accepts these commands; the model refuses them, so plans hold on both. A refusal by
 /// slurmdbd, not a rule over the state. (Seen: tests/data/differential/2205-2-refused,
 /// 2205-206-refused, 2205-219-refused, 2205-234-refused.)
-pub fn check_user_rows_for_account_qos(c: &ClusterState, account: &Name, set: &AssocSet) -> Result<(), SimError> {
+pub fn check_user_rows_for_account_qos(c: &ClusterState, account: &Name, set: &AssocSet) -> Result<(), RuleError> {
     match &set.default_qos {
         Some(d) => check_user_rows_against(c, account, &c.accounts.effective_qos(account.as_str()), d.as_ref()),
         None => Ok(()),
@@ -663,7 +664,7 @@ pub fn check_user_rows_against(
     account: &Name,
     qos: &BTreeSet<Name>,
     new_default: Option<&Name>,
-) -> Result<(), SimError> {
+) -> Result<(), RuleError> {
     for (k, a) in c.users_of_account(account) {
         let Some(d) = new_default.or(a.default_qos.as_ref()) else { continue };
         let eff = a.qos.effective(qos);
@@ -679,7 +680,7 @@ pub fn check_user_rows_against(
 }
 
 /// New user associations (nothing was there before): any violation is introduced.
-fn check_users(c: &ClusterState, account: &Name, users: &[Name]) -> Result<(), SimError> {
+fn check_users(c: &ClusterState, account: &Name, users: &[Name]) -> Result<(), RuleError> {
     refuse_introduced(&BTreeSet::new(), user_violations(c, account, users))
 }
 
@@ -698,7 +699,7 @@ fn list(s: &BTreeSet<Name>) -> String {
 }
 
 /// Check every rule over a whole state (used on desired states and in tests).
-pub fn check_state(state: &State) -> Vec<SimError> {
+pub fn check_state(state: &State) -> Vec<RuleError> {
     let mut out = Vec::new();
     for (cname, c) in &state.clusters {
         out.extend(check_cluster(cname, c, &c.user_index()));
@@ -708,27 +709,27 @@ pub fn check_state(state: &State) -> Vec<SimError> {
 
 /// Check every rule on one cluster; `index` is `c.user_index()` (callers that already have it
 /// pass it in rather than build it twice).
-pub fn check_cluster(cname: &Name, c: &ClusterState, index: &UserIndex) -> Vec<SimError> {
-    let mut out = check_accounts_parts(cname, &c.accounts, |a| c.users_of_account(a));
-    out.extend(check_defaults_parts(cname, &c.defaults, index));
+pub fn check_cluster(cname: &Name, c: &ClusterState, index: &UserIndex) -> Vec<RuleError> {
+    let mut out = check_default_qos_of_accounts(cname, &c.accounts, |a| c.users_of_account(a));
+    out.extend(check_default_accounts(cname, &c.defaults, index));
     out
 }
 
 /// The account part of [`check_cluster`], over the parts of a cluster: every account, with its
 /// user associations (`users_of`), keeps its effective DefaultQOS inside its effective QoS list.
 /// Needs no user index (resolve runs it on the other core while it builds the index).
-pub fn check_accounts_parts<'g, 'u, I>(
+pub fn check_default_qos_of_accounts<'g, 'u, I>(
     cname: &Name,
     accounts: &'g AccountGraph,
     users_of: impl Fn(&'g Name) -> I,
-) -> Vec<SimError>
+) -> Vec<RuleError>
 where
     I: Iterator<Item = (&'u UserKey, &'u Assoc)>,
 {
     let mut out = Vec::new();
     for acct in accounts.names() {
-        if let Err(e) = check_account_parts(accounts, acct, users_of(acct)) {
-            out.push(SimError(format!("on `{cname}`: {}", e.0)));
+        if let Err(e) = check_default_qos_of_account(accounts, acct, users_of(acct)) {
+            out.push(RuleError(format!("on `{cname}`: {}", e.0)));
         }
     }
     out
@@ -736,9 +737,10 @@ where
 
 /// The user part of [`check_cluster`]: every associated user has a DefaultAccount it is
 /// associated with, and no other user has one.
-pub fn check_defaults_parts(cname: &Name, defaults: &BTreeMap<Name, Name>, index: &UserIndex) -> Vec<SimError> {
+pub fn check_default_accounts(cname: &Name, defaults: &BTreeMap<Name, Name>, index: &UserIndex) -> Vec<RuleError> {
     let mut out = Vec::new();
-    let orphan = |user: &Name| SimError(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association"));
+    let orphan =
+        |user: &Name| RuleError(format!("on `{cname}`: user `{user}` has a DefaultAccount but no association"));
     // Users with a DefaultAccount but no association: reported after the others.
     let mut orphans = Vec::new();
     // Both in user order: one walk side by side instead of a lookup per user.
@@ -746,10 +748,10 @@ pub fn check_defaults_parts(cname: &Name, defaults: &BTreeMap<Name, Name>, index
     for (user, accts) in index.iter() {
         match defaults.get_or_pass(user, |u| orphans.push(orphan(u))) {
             Some(d) if accts.contains(d) => {}
-            Some(d) => out.push(SimError(format!(
+            Some(d) => out.push(RuleError(format!(
                 "on `{cname}`: user `{user}` has DefaultAccount `{d}` but no association with it"
             ))),
-            None => out.push(SimError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
+            None => out.push(RuleError(format!("on `{cname}`: user `{user}` has no DefaultAccount"))),
         }
     }
     orphans.extend(defaults.rest().map(|(u, _)| orphan(u)));
@@ -759,20 +761,20 @@ pub fn check_defaults_parts(cname: &Name, defaults: &BTreeMap<Name, Name>, index
 
 /// Would giving account `name` the association `new` introduce a violation in its subtree?
 /// Computes effective values without mutating anything.
-pub fn check_account_change(c: &ClusterState, name: &Name, new: &Assoc) -> Result<(), SimError> {
+pub fn check_account_change(c: &ClusterState, name: &Name, new: &Assoc) -> Result<(), RuleError> {
     let (peff, pdef) = parent_context(c, name);
     introduced_by(c, name, Some(new), &peff, pdef.as_ref())
 }
 
 /// Would placing account `name` under `parent` introduce a violation in its subtree?
-pub fn check_reparent(c: &ClusterState, name: &Name, parent: &Name) -> Result<(), SimError> {
+pub fn check_reparent(c: &ClusterState, name: &Name, parent: &Name) -> Result<(), RuleError> {
     let peff = c.accounts.effective_qos(parent.as_str());
     let pdef = c.accounts.effective_default_qos(parent.as_str()).cloned();
     introduced_by(c, name, None, &peff, pdef.as_ref())
 }
 
 /// Would placing account `name`, with association `new`, under `parent` introduce one?
-pub fn check_reparent_with(c: &ClusterState, name: &Name, parent: &Name, new: &Assoc) -> Result<(), SimError> {
+pub fn check_reparent_with(c: &ClusterState, name: &Name, parent: &Name, new: &Assoc) -> Result<(), RuleError> {
     let peff = c.accounts.effective_qos(parent.as_str());
     let pdef = c.accounts.effective_default_qos(parent.as_str()).cloned();
     introduced_by(c, name, Some(new), &peff, pdef.as_ref())
@@ -786,7 +788,7 @@ fn introduced_by(
     over: Option<&Assoc>,
     peff: &BTreeSet<Name>,
     pdef: Option<&Name>,
-) -> Result<(), SimError> {
+) -> Result<(), RuleError> {
     if !c.accounts.contains(name.as_str()) {
         return err(format!("no account `{name}`"));
     }
@@ -797,7 +799,7 @@ fn introduced_by(
 }
 
 /// Would giving user association `key` the settings `new` introduce a violation?
-pub fn check_user_change(c: &ClusterState, key: &UserKey, new: &Assoc) -> Result<(), SimError> {
+pub fn check_user_change(c: &ClusterState, key: &UserKey, new: &Assoc) -> Result<(), RuleError> {
     let eff = c.accounts.effective_qos(key.account.as_str());
     let def = c.accounts.effective_default_qos(key.account.as_str());
     let before: BTreeSet<Violation> =
@@ -852,10 +854,10 @@ mod tests {
     }
 
     /// Accounts a, b, c under root; `u` in a (its default) and b; `v` only in c.
-    fn sim() -> Sim {
+    fn sim() -> RuleModel {
         let mut state = State::default();
         state.clusters.insert(n("c1"), ClusterState::with_root());
-        let mut sim = Sim::new(state);
+        let mut sim = RuleModel::new(state);
         let add = Command::AddAccount {
             cluster: n("c1"),
             names: vec![n("a"), n("b"), n("c")],
@@ -923,7 +925,7 @@ mod tests {
         assert!(e.0.contains("on `c2`"), "{e}");
     }
 
-    fn default_of(sim: &Sim, user: &str) -> Option<String> {
+    fn default_of(sim: &RuleModel, user: &str) -> Option<String> {
         sim.state.clusters[&n("c1")].defaults.get(&n(user)).map(|a| a.to_string())
     }
 
@@ -1011,7 +1013,7 @@ mod tests {
             user: n(user),
             partition: p.map(n),
         };
-        let unmarked = |s: &Sim| s.state.clusters[&n("c1")].unmarked.clone();
+        let unmarked = |s: &RuleModel| s.state.clusters[&n("c1")].unmarked.clone();
         let all = |user: &str, account: &str| Command::DeleteUserAll {
             cluster: n("c1"),
             users: vec![n(user)],
@@ -1116,29 +1118,29 @@ mod tests {
         let modify_user =
             |set| Command::ModifyUser { cluster: n("c1"), users: vec![n("u")], account: n("a"), partition: None, set };
         s.apply(&modify_user(set(&["normal"], Some("normal")))).unwrap();
-        let ok = Sim::new(s.state.clone());
+        let ok = RuleModel::new(s.state.clone());
         let e = s.apply(&modify_account(set(&["normal", "q0"], Some("q0")))).unwrap_err();
         assert!(e.0.contains("needs `q0` in the QoS list [normal] of user association `u@a`"), "{e}");
         // a row already outside its list: a list change alone passes, clearing the account's
         // DefaultQOS does not (tests/data/differential/2205-234-refused)
-        let mut broken = Sim::new(ok.state.clone());
+        let mut broken = RuleModel::new(ok.state.clone());
         let c = broken.state.clusters.get_mut(&n("c1")).unwrap();
         let row = c.users.get_mut(&UserKey { account: n("a"), user: n("u"), partition: None }).unwrap();
         row.qos = QosList::Inherit;
         row.default_qos = Some(n("q0"));
-        let mut list_only = Sim::new(broken.state.clone());
+        let mut list_only = RuleModel::new(broken.state.clone());
         list_only.apply(&modify_account(set(&["normal"], None))).unwrap();
         let clear = AssocSet { qos: Some(QosList::Inherit), default_qos: Some(None), ..Default::default() };
         let e = broken.apply(&modify_account(clear)).unwrap_err();
         assert!(e.0.contains("needs `q0` in the QoS list []"), "{e}");
         // the list alone is not checked; the user's list widened first lets the default in
-        let mut s = Sim::new(ok.state.clone());
+        let mut s = RuleModel::new(ok.state.clone());
         s.apply(&modify_account(AssocSet {
             qos: Some(QosList::Set([n("q0"), n("normal")].into())),
             ..Default::default()
         }))
         .unwrap();
-        let mut s = Sim::new(ok.state.clone());
+        let mut s = RuleModel::new(ok.state.clone());
         s.apply(&modify_user(set(&["normal", "q0"], None))).unwrap();
         s.apply(&modify_account(set(&["normal", "q0"], Some("q0")))).unwrap();
     }
@@ -1177,7 +1179,7 @@ mod tests {
                 assocs.iter().map(|(a, u)| UserKey { account: n(a), user: n(u), partition: None }).collect();
             let defaults: BTreeMap<Name, Name> = defaults.iter().map(|(u, a)| (n(u), n(a))).collect();
             let got: Vec<String> =
-                check_defaults_parts(&cname, &defaults, &user_index(&keys)).into_iter().map(|e| e.0).collect();
+                check_default_accounts(&cname, &defaults, &user_index(&keys)).into_iter().map(|e| e.0).collect();
             prop_assert_eq!(got, naive(&cname, &defaults, &keys));
         }
     }
