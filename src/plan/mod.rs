@@ -8,6 +8,7 @@ pub mod build;
 pub mod check;
 pub mod file;
 pub mod lints;
+pub mod onboard;
 pub mod target;
 
 use serde::{Deserialize, Serialize};
