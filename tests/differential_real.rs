@@ -251,7 +251,10 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
     let mut sim = Sim::new(before.clone());
     let mut prev = before;
     for step in &plan.steps {
-        let o = bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>());
+        let o = match step.command.stdin() {
+            Some(input) => bed.runner.run_stdin(&step.argv[1..], input.as_bytes()).expect("run sacctmgr"),
+            None => bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>()),
+        };
         let outcome = classify(&step.command, &o);
         let model = sim.apply(&step.command);
         let (raw, after) = match bed.read() {

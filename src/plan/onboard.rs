@@ -185,3 +185,104 @@ fn chunks(cname: &Name, accounts: Vec<LoadAccount>, users: Vec<LoadUser>) -> Vec
     flush(&mut cur, &mut out);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Plan;
+    use std::path::Path;
+
+    /// site-a with a new customer `hpc_c_new` (project, two allocations, `n` new users in
+    /// both, defaults on the second) plus `extra` account YAML.
+    fn plan(n: usize, project_description: &str, extra_users: &str) -> Plan {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/site-a");
+        let current = crate::sacctmgr::snapshot::load(&root.join("state")).unwrap();
+        let text = std::fs::read_to_string(root.join("desired.yaml")).unwrap();
+        let users: Vec<String> = (0..n).map(|i| format!("nu{i}")).collect();
+        let list = format!("{}{extra_users}", users.join(", "));
+        let block = format!(
+            "      hpc_c_new:\n        parent: hpc_customers\n        description: '{project_description}'\n      hpc_a_n1:\n        parent: hpc_c_new\n        qos: [normal]\n        default_qos: normal\n        grp_tres_mins: {{cpu: 600}}\n        users: [{list}]\n      hpc_a_n2:\n        parent: hpc_c_new\n        users: [{list}]\n"
+        );
+        let defaults: String =
+            users.iter().map(|u| format!("      {u}:\n        default_account: hpc_a_n2\n")).collect();
+        let text = text.replacen("    accounts:\n", &format!("    accounts:\n{block}"), 1).replacen(
+            "\n    users:\n      dave:",
+            &format!("\n    users:\n{defaults}      dave:"),
+            1,
+        );
+        let desired = crate::desired::load_str(Path::new("desired.yaml"), &text).unwrap();
+        let resolved = crate::desired::resolve::resolve(&desired, &current).unwrap();
+        crate::plan::make_plan(&current, &resolved.state, "x").unwrap()
+    }
+
+    fn loads_of(p: &Plan) -> Vec<(&[LoadAccount], &[LoadUser])> {
+        p.steps
+            .iter()
+            .filter_map(|s| match &s.command {
+                Command::Load { accounts, users, .. } => Some((accounts.as_slice(), users.as_slice())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_new_customer_is_one_load_with_its_users_and_defaults() {
+        let p = plan(10, "new customer: genome, x=1", "");
+        let l = loads_of(&p);
+        assert_eq!(l.len(), 1);
+        let names: Vec<&str> = l[0].0.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["hpc_c_new", "hpc_a_n1", "hpc_a_n2"]);
+        assert_eq!(l[0].1.len(), 10);
+        assert!(l[0].1.iter().all(|u| u.default_account.as_str() == "hpc_a_n2" && u.rows.len() == 2));
+        // nothing else creates them
+        let argv: Vec<String> = p.steps.iter().map(|s| s.argv.join(" ")).collect();
+        assert!(!argv.iter().any(|a| a.contains("hpc_a_n1") || a.contains("nu0")), "{argv:#?}");
+    }
+
+    #[test]
+    fn an_existing_user_joining_new_accounts_is_added_the_batched_way() {
+        // alice exists on rocket: load would move her DefaultAccount
+        let p = plan(10, "new", ", alice");
+        let l = loads_of(&p);
+        assert_eq!(l.len(), 1);
+        assert!(l[0].1.iter().all(|u| u.name.as_str() != "alice"));
+        let adds: Vec<String> = p
+            .steps
+            .iter()
+            .map(|s| s.argv.join(" "))
+            .filter(|a| a.contains("add user") && a.contains("alice"))
+            .collect();
+        assert!(!adds.is_empty() && adds.iter().all(|a| !a.contains("defaultaccount")), "{adds:?}");
+    }
+
+    #[test]
+    fn a_description_load_cannot_carry_keeps_the_subtree_batched() {
+        let p = plan(10, "room #4", "");
+        let l = loads_of(&p);
+        // the project falls back, so its allocations have no loaded parent: nothing is loaded
+        assert!(l.is_empty(), "{l:?}");
+        let argv: Vec<String> = p.steps.iter().map(|s| s.argv.join(" ")).collect();
+        assert!(argv.iter().any(|a| a.contains("add account hpc_c_new")), "{argv:#?}");
+    }
+
+    #[test]
+    fn a_small_creation_stays_batched() {
+        // 3 accounts + 2 x 5 rows = 13 associations < LOAD_MIN_ASSOCS
+        assert!(loads_of(&plan(5, "new", "")).is_empty());
+    }
+
+    #[test]
+    fn large_creations_are_chunked_without_splitting_a_user() {
+        let p = plan(1_500, "new", "");
+        let l = loads_of(&p);
+        assert_eq!(l.len(), 2);
+        for (a, u) in &l {
+            assert!(load::size(a, u) <= LOAD_CHUNK_ASSOCS);
+        }
+        assert_eq!(l.iter().map(|(_, u)| u.len()).sum::<usize>(), 1_500);
+        // the plan still replays on the model and ends in the desired state (make_plan checked
+        // every step); its saved form round-trips
+        let back: Plan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+    }
+}
