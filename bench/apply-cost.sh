@@ -42,25 +42,27 @@ gen() {
 load_first() {
 # sacctmgr load of the same end state (creation part only), one call, FIRST: on a fresh
 # cluster of an otherwise untouched test bed, so slurmplan's runs come after it, not before
-cl="${tag}l"
+# its own names: slurmplan loads only accounts and users that exist nowhere yet
+lt="${tag}x"
+cl="${lt}l"
 {
   printf "Cluster - '%s':Fairshare=1:QOS='normal'\n" "$cl"
   printf "Parent - 'root'\n"
-  for c in $(seq 0 $((C - 1))); do printf "Account - '%s_c%d'\n" "$tag" "$c"; done
+  for c in $(seq 0 $((C - 1))); do printf "Account - '%s_c%d'\n" "$lt" "$c"; done
   for c in $(seq 0 $((C - 1))); do
-    printf "Parent - '%s_c%d'\n" "$tag" "$c"
-    for p in $(seq $((c * 4)) $((c * 4 + 3))); do [ "$p" -lt "$P" ] && printf "Account - '%s_p%d'\n" "$tag" "$p"; done
+    printf "Parent - '%s_c%d'\n" "$lt" "$c"
+    for p in $(seq $((c * 4)) $((c * 4 + 3))); do [ "$p" -lt "$P" ] && printf "Account - '%s_p%d'\n" "$lt" "$p"; done
   done
   for p in $(seq 0 $((P - 1))); do
-    printf "Parent - '%s_p%d'\n" "$tag" "$p"
+    printf "Parent - '%s_p%d'\n" "$lt" "$p"
     for a in $(seq $((p * 10)) $((p * 10 + 9))); do
       [ "$a" -lt "$A" ] || continue
-      printf "Account - '%s_a%d':GrpTRESMins=cpu=%d,mem=%d:QOS='normal':DefaultQOS='normal'\n" "$tag" "$a" $((60000 * (a % 7 + 1))) $((1024 * (a % 5 + 1)))
+      printf "Account - '%s_a%d':GrpTRESMins=cpu=%d,mem=%d:QOS='normal':DefaultQOS='normal'\n" "$lt" "$a" $((60000 * (a % 7 + 1))) $((1024 * (a % 5 + 1)))
     done
   done
   for a in $(seq 0 $((A - 1))); do
-    printf "Parent - '%s_a%d'\n" "$tag" "$a"
-    for u in $(seq 0 9); do printf "User - '%su%d':DefaultAccount='%s_a%d'\n" "$tag" $(((a * 10 + u) % 1000)) "$tag" "$a"; done
+    printf "Parent - '%s_a%d'\n" "$lt" "$a"
+    for u in $(seq 0 9); do printf "User - '%su%d':DefaultAccount='%s_a%d'\n" "$lt" $(((a * 10 + u) % 1000)) "$lt" "$a"; done
   done
 } >"$out/load.cfg"
 t0=$(date +%s.%N)
