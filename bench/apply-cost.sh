@@ -79,7 +79,7 @@ run() { # mode step file
   t0=$(date +%s.%N)
   "$SP" apply -d "$file" --auto-approve --allow-mass-delete --color never --journal "$journal" "${extra[@]}" >/dev/null 2>"$out/$mode-$step.log"
   t1=$(date +%s.%N)
-  local steps; steps=$(grep -c '"step"' "$journal" || true)
+  local steps; steps=$(grep -c '"event":"finished"' "$journal" || true)
   printf '%-8s %-8s %8.1f s %6d sacctmgr writes (+18 reads)\n' "$mode" "$step" "$(echo "$t1 - $t0" | bc)" "$steps" | tee -a "$out/results.txt"
 }
 for mode in ${MODES:-batched nobatch}; do

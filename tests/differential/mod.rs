@@ -986,7 +986,7 @@ fn gen_edits(r: &mut Rng, case: &mut Case, pool: &[String], users: &[String], ne
     }
     // a new project onboarded: new accounts, users new on every cluster, most with a declared
     // DefaultAccount; big enough for the planner to use `sacctmgr load` (plan::onboard)
-    if r.chance(35) {
+    if r.chance(50) {
         let cluster = case.base.clusters[r.below(case.base.clusters.len())].name.clone();
         *next_acct += 1;
         let project = format!("{mp}{}", *next_acct + 40);
@@ -999,7 +999,7 @@ fn gen_edits(r: &mut Rng, case: &mut Case, pool: &[String], users: &[String], ne
                 users: Vec::new(),
             },
         });
-        let newcomers: Vec<String> = (0..6 + r.below(6)).map(|i| format!("{}n{i}", case.prefix)).collect();
+        let newcomers: Vec<String> = (0..8 + r.below(6)).map(|i| format!("{}n{i}", case.prefix)).collect();
         let mut joined: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for _ in 0..2 + r.below(2) {
             *next_acct += 1;
