@@ -999,16 +999,16 @@ fn gen_edits(r: &mut Rng, case: &mut Case, pool: &[String], users: &[String], ne
                 users: Vec::new(),
             },
         });
-        let newcomers: Vec<String> = (0..8 + r.below(6)).map(|i| format!("{}n{i}", case.prefix)).collect();
+        let newcomers: Vec<String> = (0..10 + r.below(6)).map(|i| format!("{}n{i}", case.prefix)).collect();
         let mut joined: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for _ in 0..2 + r.below(2) {
+        for _ in 0..2 + r.below(3) {
             *next_acct += 1;
             let name = format!("{mp}{}", *next_acct + 40);
             let mut us = Vec::new();
             for u in &newcomers {
-                if r.chance(75) {
-                    let partition = if r.chance(5) { Some(PARTITIONS[r.below(2)].to_string()) } else { None };
-                    let a = if r.chance(70) { AssocSpec::default() } else { gen_assoc(r, pool, true) };
+                if r.chance(80) {
+                    let partition = if r.chance(3) { Some(PARTITIONS[r.below(2)].to_string()) } else { None };
+                    let a = if r.chance(80) { AssocSpec::default() } else { gen_assoc(r, pool, true) };
                     us.push(UserSpec { name: u.clone(), partition, a });
                     joined.entry(u.clone()).or_default().push(name.clone());
                 }
