@@ -102,6 +102,17 @@ impl RuleModel {
     /// treat any error as fatal and discard the simulation).
     pub fn apply(&mut self, cmd: &Command) -> Result<(), RuleError> {
         match cmd {
+            // A load creates what its lines say, as the commands that do the same one by one
+            // (`load::expand`); a value it cannot carry is refused, as `plan::check` does.
+            Command::Load { cluster, accounts, users } => {
+                let problems = crate::sacctmgr::load::problems(accounts, users);
+                if let Some(p) = problems.first() {
+                    return err(p.clone());
+                }
+                for c in crate::sacctmgr::load::expand(cluster, accounts, users) {
+                    self.apply(&c)?;
+                }
+            }
             Command::AddQos { names, set } => {
                 for n in names {
                     if self.state.qos.contains_key(n) {

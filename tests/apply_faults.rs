@@ -753,3 +753,55 @@ fn shared_objects_take_the_global_lock() {
     held.release();
     site.converges();
 }
+
+/// A new customer is onboarded through a load step: `apply` feeds the flat file on stdin and
+/// journals it, and the `--format script` here-document feeds the same file under `sh`; both
+/// converge (a fresh plan is empty).
+#[test]
+fn onboarding_load_step_is_journalled_and_the_script_feeds_the_same_file() {
+    let users = (0..12).map(|i| format!("ob{i}")).collect::<Vec<_>>().join(", ");
+    let block = format!(
+        "      hpc_c_ob:\n        parent: hpc_customers\n        description: 'onboarded: a, b=c'\n      hpc_a_ob1: {{parent: hpc_c_ob, users: [{users}]}}\n      hpc_a_ob2: {{parent: hpc_c_ob, users: [{users}]}}\n"
+    );
+    let text =
+        std::fs::read_to_string(DESIRED).unwrap().replacen("    accounts:\n", &format!("    accounts:\n{block}"), 1);
+    for via_script in [false, true] {
+        let site = Site::new();
+        let d = site.path("desired.yaml");
+        std::fs::write(&d, &text).unwrap();
+        let d = d.to_str().unwrap();
+        if via_script {
+            let s = site.slurmplan(&["plan", "-d", d, "--format", "script"], &[]);
+            assert!(s.stdout.contains(" <<'SLURMPLAN_LOAD_FILE'\nCluster - 'rocket'\n"), "{}", s.stdout);
+            let o = Command::new("sh")
+                .arg("-c")
+                .arg(&s.stdout)
+                .env("SACCTMGR", FAKE)
+                .env("FAKE_SACCTMGR_DIR", site.state())
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{}\n{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        } else {
+            let j = site.path("journal.jsonl");
+            let r = site.slurmplan(&["apply", "-d", d, "--auto-approve", "--journal", j.to_str().unwrap()], &[]);
+            assert_eq!(r.code, 0, "{r:?}");
+            assert!(r.stderr.contains("Verified"), "{r:?}");
+            let load = site
+                .journal()
+                .into_iter()
+                .find(|e| e["event"] == "started" && e["argv"][2] == "load")
+                .expect("a load step in the journal");
+            let stdin = load["stdin"].as_str().unwrap();
+            assert!(stdin.contains("Account - 'hpc_c_ob':Description='onboarded: a, b=c'"), "{stdin}");
+            assert_eq!(stdin.matches("User - 'ob").count(), 24, "{stdin}");
+        }
+        let p = site.slurmplan(&["plan", "-d", d, "--detailed-exitcode"], &[]);
+        assert_eq!(p.code, 0, "{p:?}");
+    }
+}

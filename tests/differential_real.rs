@@ -30,6 +30,7 @@ use slurmplan::apply::outcome::{Outcome, classify};
 use slurmplan::model::State;
 use slurmplan::plan::make_plan;
 use slurmplan::rules::RuleModel;
+use slurmplan::sacctmgr::command::Command;
 use slurmplan::sacctmgr::live;
 use slurmplan::sacctmgr::parse::RawReads;
 use slurmplan::sacctmgr::runner::{Output, ProcessRunner, Runner};
@@ -251,7 +252,13 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
     let mut sim = RuleModel::new(before.clone());
     let mut prev = before;
     for step in &plan.steps {
-        let o = bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>());
+        if let Command::Load { accounts, users, .. } = &step.command {
+            eprintln!("differential:   load step: {} accounts, {} users", accounts.len(), users.len());
+        }
+        let o = match step.command.stdin() {
+            Some(input) => bed.runner.run_stdin(&step.argv[1..], input.as_bytes()).expect("run sacctmgr"),
+            None => bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>()),
+        };
         let outcome = classify(&step.command, &o);
         let model = sim.apply(&step.command);
         let (raw, after) = match bed.read() {

@@ -355,3 +355,47 @@ fn help_texts_match_the_transports() {
     assert!(help.contains("kubectl exec -i -n slurm POD --") && help.contains("use --ssh"), "{help}");
     assert!(!help.contains("\"ssh "), "an ssh example is left in --exec-prefix: {help}");
 }
+
+/// A `sacctmgr load` step gets its file on stdin through `--ssh` (the remote shell never sees
+/// the file) and through `--exec-prefix`, and the result converges.
+#[test]
+fn load_steps_reach_sacctmgr_over_ssh_and_exec_prefix() {
+    if testbed().is_none() {
+        return;
+    }
+    for (i, how) in ["ssh", "prefix"].into_iter().enumerate() {
+        let cluster = register_cluster(&format!("e2eld{i}"));
+        let dir = tempfile::tempdir().unwrap();
+        let bin = ssh_stand_in(dir.path());
+        let tag = format!("ld{i}x{}", std::process::id() % 10000);
+        let users: Vec<String> = (0..12).map(|u| format!("{tag}u{u}")).collect();
+        let yaml = format!(
+            "version: 1\nmanaged:\n  roots: [{tag}r]\nclusters:\n  {cluster}:\n    accounts:\n      {tag}r: {{description: \"a;b $(touch pwned) c\"}}\n      {tag}a: {{parent: {tag}r, users: [{u}]}}\n      {tag}b: {{parent: {tag}r, users: [{u}]}}\n",
+            u = users.join(", ")
+        );
+        let desired = dir.path().join("desired.yaml");
+        std::fs::write(&desired, yaml).unwrap();
+        let d = desired.to_str().unwrap();
+        let env = [("PATH", path_with(&bin))];
+        let transport: Vec<&str> = if how == "ssh" { vec!["--ssh", "headnode"] } else { vec!["--exec-prefix", "env"] };
+        let mut args = transport.clone();
+        args.extend(["apply", "-d", d, "--auto-approve", "--color", "never"]);
+        let r = slurmplan_in(dir.path(), &args, &env);
+        assert_eq!(r.code, 0, "{how}: {}\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains("load file=/dev/stdin") && r.stderr.contains("Verified"), "{how}: {}", r.stderr);
+        assert!(!dir.path().join("pwned").exists());
+        if how == "ssh" {
+            let log = std::fs::read_to_string(dir.path().join("ssh.log")).unwrap();
+            assert!(log.lines().any(|l| l.contains(" -i load file=/dev/stdin ")), "{log}");
+            assert!(!log.contains("Account -"), "the file went through the remote shell: {log}");
+        }
+        assert_eq!(
+            show(&["show", "account", &format!("{tag}r"), "format=Account,Description"]),
+            [format!("{tag}r|a;b $(touch pwned) c")]
+        );
+        let mut args = transport;
+        args.extend(["plan", "-d", d, "--detailed-exitcode"]);
+        let again = slurmplan_in(dir.path(), &args, &env);
+        assert_eq!(again.code, 0, "{how}: {}\n{}", again.stdout, again.stderr);
+    }
+}

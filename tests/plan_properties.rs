@@ -1082,7 +1082,7 @@ default u0 p0
     assert_pair_ok(current, desired);
 }
 
-/// A small team joining several new accounts is one `add user` naming the default they want;
+/// A small team joining several existing accounts is one `add user` naming the default they want;
 /// past `CROSS_ADD_MAX_USERS` (24) it is one `add user` per account (slurmdbd adds
 /// multi-account associations several times slower each).
 #[test]
@@ -1101,7 +1101,11 @@ account z root qos=inherit def=-
             desired.push_str(&format!("user t{i:02} x - qos=inherit def=-\nuser t{i:02} y - qos=inherit def=-\n"));
             desired.push_str(&format!("user t{i:02} z - qos=inherit def=-\ndefault t{i:02} y\n"));
         }
-        let current = format!("{QOS_AB}\ncluster c1\naccount root - qos=normal def=normal\n");
+        // the accounts exist already: new accounts with this many users would be one `load`
+        let current = format!(
+            "{QOS_AB}\ncluster c1\naccount root - qos=normal def=normal\naccount x root qos=inherit def=-\n\
+             account y root qos=inherit def=-\naccount z root qos=inherit def=-\n"
+        );
         let plan = check_pair(&parse_spec(&current), &parse_spec(&desired)).unwrap_or_else(|e| panic!("{e}"));
         assert!(
             !plan.steps.iter().any(|s| matches!(s.command, Command::SetDefaultAccount { .. })) || team > 24,

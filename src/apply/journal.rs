@@ -15,6 +15,9 @@ pub struct Started<'a> {
     pub step: usize,
     pub of: usize,
     pub argv: &'a [String],
+    /// What sacctmgr got on stdin (a load's flat file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<&'a str>,
     pub start: String,
 }
 
@@ -115,7 +118,7 @@ mod tests {
         let path = dir.path().join("j.jsonl");
         let mut j = Journal::create(&path).unwrap();
         let argv = vec!["sacctmgr".to_string(), "-i".into()];
-        let started = |n| Started { event: "started", step: n, of: 3, argv: &argv, start: "t".into() };
+        let started = |n| Started { event: "started", step: n, of: 3, argv: &argv, stdin: None, start: "t".into() };
         let finished = |n| Entry {
             event: "finished",
             step: n,

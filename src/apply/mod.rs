@@ -77,14 +77,20 @@ pub fn execute(
         let t0 = Instant::now();
         let args: Vec<String> = step.argv[1..].to_vec();
         let full = runner.describe(&args);
+        let stdin = step.command.stdin();
         journal.started(&Started {
             event: "started",
             step: step.number,
             of: total,
             argv: &full,
+            stdin: stdin.as_deref(),
             start: rfc3339(start),
         })?;
-        let (output, outcome) = match runner.run(&args) {
+        let ran = match &stdin {
+            Some(input) => runner.run_stdin(&args, input.as_bytes()),
+            None => runner.run(&args),
+        };
+        let (output, outcome) = match ran {
             Ok(o) => {
                 let oc = classify(&step.command, &o);
                 (o, oc)

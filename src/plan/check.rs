@@ -128,8 +128,11 @@ fn is_root(n: &Name) -> bool {
 }
 
 fn check_command(step: &Step, p: &mut impl FnMut(String)) {
+    check_one(&step.command, p);
+}
+
+fn check_one(c: &Command, p: &mut impl FnMut(String)) {
     use NameKind::{Account, Cluster, Partition, Qos, User};
-    let c = &step.command;
     if let Some(cl) = c.cluster() {
         name(cl, Cluster, p);
     }
@@ -200,6 +203,11 @@ fn check_command(step: &Step, p: &mut impl FnMut(String)) {
         Command::DeleteUserAll { users, account, .. } => {
             list(users, User, p);
             name(account, Account, p);
+        }
+        // A load is checked as the commands it stands for, and for what its file cannot carry.
+        Command::Load { accounts, users, .. } => {
+            crate::sacctmgr::load::problems(accounts, users).into_iter().for_each(&mut *p);
+            c.split_accounts().iter().for_each(|sub| check_one(sub, p));
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod build;
 pub mod check;
 pub mod file;
 pub mod lints;
+pub mod onboard;
 pub mod target;
 
 use std::collections::{BTreeMap, BTreeSet};

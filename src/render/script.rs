@@ -3,6 +3,8 @@
 //! Every word is quoted with [`sh_quote`]; argv[0] becomes `"${SACCTMGR:-sacctmgr}"` so the
 //! caller can point it at another path. The script does not verify anything: sacctmgr exits 0
 //! on many failures, which is why `slurmplan apply` re-reads and verifies after each step.
+//! A load step gets its flat file as a here-document with a quoted delimiter (no expansion)
+//! that no line of the file equals.
 
 use std::io::{self, Write};
 
@@ -35,13 +37,32 @@ pub fn render(plan: &Plan, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "# {}", comment(n))?;
         }
         let rest = s.argv.get(1..).unwrap_or_default();
+        let stdin = s.command.stdin();
+        let heredoc = stdin.as_deref().map(|text| (delimiter(text), text));
+        let redirect = heredoc.as_ref().map(|(d, _)| format!(" <<'{d}'")).unwrap_or_default();
         if rest.is_empty() {
-            writeln!(out, "{PROGRAM}")?;
+            writeln!(out, "{PROGRAM}{redirect}")?;
         } else {
-            writeln!(out, "{PROGRAM} {}", sh_join(rest))?;
+            writeln!(out, "{PROGRAM} {}{redirect}", sh_join(rest))?;
+        }
+        if let Some((d, text)) = heredoc {
+            write!(out, "{text}")?;
+            if !text.ends_with('\n') {
+                writeln!(out)?;
+            }
+            writeln!(out, "{d}")?;
         }
     }
     Ok(())
+}
+
+/// A here-document delimiter that is no line of `text`.
+pub fn delimiter(text: &str) -> String {
+    let mut d = "SLURMPLAN_LOAD_FILE".to_string();
+    while text.lines().any(|l| l == d) {
+        d.push('_');
+    }
+    d
 }
 
 /// Keep comment text on one line.

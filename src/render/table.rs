@@ -24,6 +24,10 @@ pub fn render(plan: &Plan, out: &mut dyn Write) -> io::Result<()> {
                 command.push_str(" # ");
                 command.push_str(n);
             }
+            if let Some(text) = s.command.stdin() {
+                command.push_str("\nstdin:\n");
+                command.push_str(text.trim_end());
+            }
             t.add_row(vec![s.number.to_string(), s.phase.label().to_string(), s.causes.join("\n"), command]);
         }
         writeln!(out, "{t}")?;

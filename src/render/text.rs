@@ -85,6 +85,12 @@ pub fn render(plan: &Plan, opts: &Options, out: &mut dyn Write) -> io::Result<()
             }
             let note = s.note.as_ref().map(|n| format!(" # {n}")).unwrap_or_default();
             writeln!(out, "  {:>width$}. {}{note}", s.number, sh_join(&s.argv))?;
+            if let Some(text) = s.command.stdin() {
+                writeln!(out, "  {:>width$}  with this file on stdin:", "")?;
+                for line in text.lines() {
+                    writeln!(out, "  {:>width$}  | {line}", "")?;
+                }
+            }
         }
     }
     write_lints(plan, opts, out)?;

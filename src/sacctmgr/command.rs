@@ -432,6 +432,13 @@ pub enum Command {
         users: Vec<Name>,
         account: Name,
     },
+    /// New accounts and new users in one `sacctmgr load` of a flat file fed on stdin
+    /// (`sacctmgr::load`: the file's text, and what it does as other commands).
+    Load {
+        cluster: Name,
+        accounts: Vec<super::load::LoadAccount>,
+        users: Vec<super::load::LoadUser>,
+    },
 }
 
 fn names(v: &[Name]) -> String {
@@ -580,8 +587,21 @@ impl Command {
                     push(&format!("partition={}", partition.as_ref().map(Name::as_str).unwrap_or("")));
                 }
             }
+            Command::Load { cluster, .. } => {
+                push("load");
+                push(super::load::STDIN_FILE);
+                push(&format!("cluster={cluster}"));
+            }
         }
         a
+    }
+
+    /// What sacctmgr reads on stdin for this command (the flat file of a load; else nothing).
+    pub fn stdin(&self) -> Option<String> {
+        match self {
+            Command::Load { cluster, accounts, users } => Some(super::load::render(cluster, accounts, users)),
+            _ => None,
+        }
     }
 
     /// The objects a batched command lists (account, QoS or user names); empty for a re-parent.
@@ -599,7 +619,7 @@ impl Command {
             | Command::SetDefaultAccount { users, .. }
             | Command::DeleteUser { users, .. }
             | Command::DeleteUserAll { users, .. } => users,
-            Command::Reparent { .. } => &[],
+            Command::Reparent { .. } | Command::Load { .. } => &[],
         }
     }
 
@@ -619,7 +639,7 @@ impl Command {
             | Command::SetDefaultAccount { users, .. }
             | Command::DeleteUser { users, .. }
             | Command::DeleteUserAll { users, .. } => *users = objects,
-            Command::Reparent { .. } => {}
+            Command::Reparent { .. } | Command::Load { .. } => {}
         }
         c
     }
@@ -627,7 +647,8 @@ impl Command {
     /// A multi-account `add user` as one-account adds, `account` first, none naming a
     /// default: a user's first association on a cluster becomes its DefaultAccount, and the
     /// batch names `account` as the default of its (new) users, so the singles end in the same
-    /// state. Any other command comes back as is.
+    /// state. A load comes back as the commands it stands for (`load::expand`). Any other
+    /// command comes back as is.
     pub fn split_accounts(&self) -> Vec<Command> {
         match self {
             Command::AddUser { cluster, users, account, partition, set, more_accounts, .. }
@@ -646,6 +667,7 @@ impl Command {
                     })
                     .collect()
             }
+            Command::Load { cluster, accounts, users } => super::load::expand(cluster, accounts, users),
             _ => vec![self.clone()],
         }
     }
@@ -663,14 +685,17 @@ impl Command {
             | Command::ModifyUser { cluster, .. }
             | Command::SetDefaultAccount { cluster, .. }
             | Command::DeleteUser { cluster, .. }
-            | Command::DeleteUserAll { cluster, .. } => Some(cluster),
+            | Command::DeleteUserAll { cluster, .. }
+            | Command::Load { cluster, .. } => Some(cluster),
         }
     }
 
     /// What sacctmgr must say for this command to have done anything (`add`, `modify`, `delete`).
     pub fn verb(&self) -> &'static str {
         match self {
-            Command::AddQos { .. } | Command::AddAccount { .. } | Command::AddUser { .. } => "add",
+            Command::AddQos { .. } | Command::AddAccount { .. } | Command::AddUser { .. } | Command::Load { .. } => {
+                "add"
+            }
             Command::DeleteQos { .. }
             | Command::DeleteAccount { .. }
             | Command::DeleteUser { .. }

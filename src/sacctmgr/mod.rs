@@ -4,6 +4,7 @@
 
 pub mod command;
 pub mod live;
+pub mod load;
 pub mod parse;
 pub mod quote;
 pub mod reads;

@@ -1,4 +1,5 @@
-//! The one process spawn: run sacctmgr with an argv (never a local shell), stdin closed, a
+//! The one process spawn: run sacctmgr with an argv (never a local shell), stdin closed (or
+//! fed with a load's flat file, [`Runner::run_stdin`]: no file is written anywhere), a
 //! timeout, and its output either streamed (reads: [`Runner::stream`], no size limit) or captured
 //! with a size cap (writes: [`Runner::run`], whose output is kept in journals and messages).
 //!
@@ -39,6 +40,9 @@ pub trait Runner: Sync {
     /// Run sacctmgr with `args` (without the program name); stdout and stderr are kept up to a
     /// cap each (the output is stored in journals and messages).
     fn run(&self, args: &[String]) -> Result<Output, RunError>;
+    /// [`Runner::run`] with `stdin` written to sacctmgr's standard input (then closed): how a
+    /// `load file=/dev/stdin` gets its file, locally, through a prefix or over ssh alike.
+    fn run_stdin(&self, args: &[String], stdin: &[u8]) -> Result<Output, RunError>;
     /// Run sacctmgr with `args`, handing stdout to `sink` in pieces as it arrives, whatever its
     /// size (a read of a million associations prints about a hundred megabytes); `Output::stdout` is then empty and
     /// stderr is kept up to the cap.
@@ -169,13 +173,26 @@ impl Runner for ProcessRunner {
         Ok(out)
     }
 
+    fn run_stdin(&self, args: &[String], stdin: &[u8]) -> Result<Output, RunError> {
+        let mut kept = Capped::new(self.cap);
+        let mut out = self.spawn(args, Some(stdin.to_vec()), &mut |b| kept.push(b))?;
+        out.stdout = kept.finish();
+        Ok(out)
+    }
+
     fn stream(&self, args: &[String], sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        self.spawn(args, None, sink)
+    }
+}
+
+impl ProcessRunner {
+    fn spawn(&self, args: &[String], input: Option<Vec<u8>>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
         let argv = self.describe(args);
         let start = Instant::now();
         let mut child = Proc::new(&argv[0])
             .args(&argv[1..])
             .process_group(0)
-            .stdin(Stdio::null())
+            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -189,6 +206,14 @@ impl Runner for ProcessRunner {
             })?;
         let mut stdout = child.stdout.take().expect("piped");
         let err = drain(child.stderr.take().expect("piped"), self.cap);
+        // Written on a thread of its own, so a child that answers before it has read everything
+        // cannot block this one; dropping the pipe closes sacctmgr's stdin.
+        if let (Some(input), Some(mut pipe)) = (input, child.stdin.take()) {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&input);
+            });
+        }
         // The child is waited for on its own thread while this one hands stdout to the sink. It
         // polls for the exit without reaping (WNOWAIT): while the exited child is not reaped its
         // PID, which is also its group's id, cannot be reused, so killing the group after it

@@ -984,6 +984,46 @@ fn gen_edits(r: &mut Rng, case: &mut Case, pool: &[String], users: &[String], ne
         };
         case.edits.push(edit);
     }
+    // a new project onboarded: new accounts, users new on every cluster, most with a declared
+    // DefaultAccount; big enough for the planner to use `sacctmgr load` (plan::onboard)
+    if r.chance(50) {
+        let cluster = case.base.clusters[r.below(case.base.clusters.len())].name.clone();
+        *next_acct += 1;
+        let project = format!("{mp}{}", *next_acct + 40);
+        case.edits.push(Edit::AddAccount {
+            cluster: cluster.clone(),
+            acct: AcctSpec {
+                name: project.clone(),
+                parent: "root".into(),
+                a: gen_assoc(r, pool, false),
+                users: Vec::new(),
+            },
+        });
+        let newcomers: Vec<String> = (0..10 + r.below(6)).map(|i| format!("{}n{i}", case.prefix)).collect();
+        let mut joined: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for _ in 0..2 + r.below(3) {
+            *next_acct += 1;
+            let name = format!("{mp}{}", *next_acct + 40);
+            let mut us = Vec::new();
+            for u in &newcomers {
+                if r.chance(80) {
+                    let partition = if r.chance(3) { Some(PARTITIONS[r.below(2)].to_string()) } else { None };
+                    let a = if r.chance(80) { AssocSpec::default() } else { gen_assoc(r, pool, true) };
+                    us.push(UserSpec { name: u.clone(), partition, a });
+                    joined.entry(u.clone()).or_default().push(name.clone());
+                }
+            }
+            let a = if r.chance(50) { AssocSpec::default() } else { gen_assoc(r, pool, false) };
+            case.edits.push(Edit::AddAccount {
+                cluster: cluster.clone(),
+                acct: AcctSpec { name, parent: project.clone(), a, users: us },
+            });
+        }
+        for (u, accts) in joined {
+            let account = if r.chance(90) { r.pick(&accts).cloned() } else { None };
+            case.edits.push(Edit::SetDefault { cluster: cluster.clone(), user: u, account });
+        }
+    }
     // users with no declared default: the desired file leaves some out
     for c in &case.base.clusters {
         for u in c.defaults.keys() {

@@ -39,6 +39,8 @@ fn reply(out: impl Into<String>, err: impl Into<String>, code: i32) -> Reply {
     Reply { out: out.into(), err: err.into(), code }
 }
 
+mod load_output;
+
 fn main() {
     let r = run();
     print!("{}", r.out);
@@ -84,7 +86,8 @@ fn run() -> Reply {
             Err(e) => reply("", format!("sacctmgr: error: fake cannot read {}: {e}\n", read.file), 1),
         };
     }
-    let is_write = rest.iter().take(3).any(|w| matches!(w.as_str(), "add" | "modify" | "delete" | "remove" | "create"));
+    let is_write =
+        rest.iter().take(3).any(|w| matches!(w.as_str(), "add" | "modify" | "delete" | "remove" | "create" | "load"));
     if !is_write {
         return reply("", format!("sacctmgr: error: fake does not implement `{}`\n", rest.join(" ")), 1);
     }
@@ -96,7 +99,9 @@ fn run() -> Reply {
         );
     }
     let k = bump(&dir, "calls");
-    let cmd = match argv::from_argv(&argv) {
+    let parsed =
+        if rest.get(1).map(String::as_str) == Some("load") { load_from_stdin(&argv) } else { argv::from_argv(&argv) };
+    let cmd = match parsed {
         Ok(c) => c,
         Err(e) => return reply("", format!("sacctmgr: error: fake does not implement `{}`: {e}\n", rest.join(" ")), 1),
     };
@@ -125,7 +130,7 @@ fn run() -> Reply {
     let mut sim = RuleModel::new(state.clone());
     match sim.apply(&cmd) {
         Ok(()) => match save(&dir, &sim.state, manifest) {
-            Ok(()) => reply(success, "", 0),
+            Ok(()) => reply(success, if matches!(cmd, Command::Load { .. }) { load_output::DONE } else { "" }, 0),
             Err(e) => reply("", format!("sacctmgr: error: fake cannot save its state: {e}\n"), 1),
         },
         Err(e) => failure(&cmd, &state, &sim.state, &e),
@@ -376,9 +381,25 @@ fn inheriting_users(c: &ClusterState, cluster: &Name, top: &Name, fields: &[&str
 }
 
 /// sacctmgr 22.05's confirmation for `cmd`, computed from the state BEFORE the command.
+/// `sacctmgr -i load file=/dev/stdin cluster=C` with the flat file on stdin, as slurmplan
+/// writes it (`load::render`); the argv must be exactly the one slurmplan builds.
+fn load_from_stdin(argv: &[String]) -> Result<Command, String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| e.to_string())?;
+    let (cluster, accounts, users) = slurmplan::sacctmgr::load::parse(&text)?;
+    let cmd = Command::Load { cluster, accounts, users };
+    if cmd.argv()[1..] != argv[1..] {
+        return Err(format!("argv does not match the file's cluster: {:?}", cmd.argv()));
+    }
+    Ok(cmd)
+}
+
 fn success_text(cmd: &Command, st: &State) -> String {
     let mut s = String::new();
     match cmd {
+        Command::Load { cluster, accounts, users } => {
+            s.push_str(&load_output::success(cluster.as_str(), accounts, users));
+        }
         Command::AddQos { names, set } => {
             s.push_str(" Adding QOS(s)\n");
             for n in names {
@@ -594,6 +615,11 @@ fn injected_defqos_rejection(cmd: &Command, st: &State) -> String {
             }
         }
         Command::Reparent { name, .. } => s.push_str(&defqos_line(def_of(name).as_str(), &cluster, name, None)),
+        Command::Load { accounts, .. } => {
+            for a in accounts {
+                s.push_str(&defqos_line(def_of(&a.parent).as_str(), &cluster, &a.name, None));
+            }
+        }
         Command::AddQos { .. } | Command::ModifyQos { .. } | Command::DeleteQos { .. } => {
             let root = Name::keep_case("root", slurmplan::model::NameKind::Account).expect("valid");
             s.push_str(&defqos_line(fallback.as_str(), &cluster, &root, None));

@@ -196,6 +196,15 @@ pub fn build_steps_and_lints(
     // Order (docs/planning.md): creates and adds first, then DefaultAccount moves, removals
     // and deletes of leaves, re-parents, the remaining deletes, and only then QoS swaps and
     // limits, so associations on their way out never block a swap or a move.
+    // New subtrees that `sacctmgr load` creates exactly as planned go first, in a few loads
+    // (`onboard`); what is left is created below with batched commands.
+    for (cname, d) in &desired.clusters {
+        let t = b.touched(cname);
+        let min = crate::plan::onboard::LOAD_MIN_ASSOCS;
+        for (command, objects) in crate::plan::onboard::loads(b.sim, cname, d, desired, &t.accounts, &t.users, min) {
+            b.emit(Phase::AccountCreate, command, objects, None)?;
+        }
+    }
     for (cname, d) in &desired.clusters {
         let created = account_creates(&mut b, cname, d, desired)?;
         // An account never has users before its limits hold: the TRES and wall limits of new
