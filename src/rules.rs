@@ -442,6 +442,13 @@ impl RuleModel {
         self.counts().get(cluster).and_then(|m| m.get(user)).copied().unwrap_or(0)
     }
 
+    /// Whether `user` has an association or a DefaultAccount on any cluster (from the same
+    /// counts as [`RuleModel::user_rows`]).
+    pub fn knows_user(&mut self, user: &Name) -> bool {
+        self.state.clusters.values().any(|c| c.defaults.contains_key(user))
+            || self.counts().values().any(|m| m.get(user).is_some_and(|&n| n > 0))
+    }
+
     /// Whether `user` has associations on `cluster` but no DefaultAccount there that is one of
     /// them (Slurm 22.05 leaves it so when a user's default rows are removed).
     pub fn lacks_valid_default(&mut self, cluster: &Name, user: &Name) -> bool {

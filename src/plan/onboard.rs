@@ -30,7 +30,7 @@ type Effective = (BTreeSet<Name>, Option<Name>);
 /// The load steps for cluster `cname` (possibly none), each with the addresses it serves.
 /// `accounts`/`users` are the objects the diff names on this cluster.
 pub fn loads(
-    sim: &RuleModel,
+    sim: &mut RuleModel,
     cname: &Name,
     d: &ClusterState,
     desired: &State,
@@ -106,7 +106,7 @@ fn new_accounts(
 /// loaded account, without a partition, with settings the file carries and that hold, and who
 /// have a declared DefaultAccount among those rows.
 fn new_users(
-    sim: &RuleModel,
+    sim: &mut RuleModel,
     d: &ClusterState,
     touched: &BTreeSet<UserKey>,
     accounts: &BTreeMap<Name, (LoadAccount, Effective)>,
@@ -116,14 +116,11 @@ fn new_users(
     if candidates.is_empty() {
         return Vec::new();
     }
-    let mut known: BTreeSet<&Name> = BTreeSet::new();
-    for c in sim.state.clusters.values() {
-        known.extend(c.users.keys().map(|k| &k.user).filter(|u| candidates.contains(u)));
-        known.extend(c.defaults.keys().filter(|u| candidates.contains(u)));
-    }
+    let fresh: BTreeSet<&Name> = candidates.into_iter().filter(|u| !sim.knows_user(u)).collect();
+    // every desired row of a user new everywhere is an add, so the diff names it
     let mut rows: BTreeMap<&Name, Vec<(&UserKey, &crate::model::Assoc)>> = BTreeMap::new();
-    for (k, a) in &d.users {
-        if candidates.contains(&k.user) && !known.contains(&k.user) {
+    for k in touched.iter().filter(|k| fresh.contains(&k.user)) {
+        if let Some((k, a)) = d.users.get_key_value(k) {
             rows.entry(&k.user).or_default().push((k, a));
         }
     }

@@ -167,17 +167,11 @@ impl Runner for ProcessRunner {
     }
 
     fn run(&self, args: &[String]) -> Result<Output, RunError> {
-        let mut kept = Capped::new(self.cap);
-        let mut out = self.stream(args, &mut |b| kept.push(b))?;
-        out.stdout = kept.finish();
-        Ok(out)
+        self.captured(args, None)
     }
 
     fn run_stdin(&self, args: &[String], stdin: &[u8]) -> Result<Output, RunError> {
-        let mut kept = Capped::new(self.cap);
-        let mut out = self.spawn(args, Some(stdin.to_vec()), &mut |b| kept.push(b))?;
-        out.stdout = kept.finish();
-        Ok(out)
+        self.captured(args, Some(stdin.to_vec()))
     }
 
     fn stream(&self, args: &[String], sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
@@ -186,6 +180,14 @@ impl Runner for ProcessRunner {
 }
 
 impl ProcessRunner {
+    /// Run with stdout kept up to the cap (writes: the output goes to journals and messages).
+    fn captured(&self, args: &[String], input: Option<Vec<u8>>) -> Result<Output, RunError> {
+        let mut kept = Capped::new(self.cap);
+        let mut out = self.spawn(args, input, &mut |b| kept.push(b))?;
+        out.stdout = kept.finish();
+        Ok(out)
+    }
+
     fn spawn(&self, args: &[String], input: Option<Vec<u8>>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
         let argv = self.describe(args);
         let start = Instant::now();

@@ -69,16 +69,13 @@ fn settle_defaults_before_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterSta
             .expect("a user lacking a default has rows");
         groups.entry(target.clone()).or_default().push(user.clone());
     }
-    for (account, users) in groups {
-        let objects = users.iter().map(|u| format!("default_account.{cname}.{u}")).collect();
-        b.emit(
-            Phase::UserAdd,
-            Command::SetDefaultAccount { cluster: cname.clone(), users, account },
-            objects,
-            Some("the user has rows but no DefaultAccount: set before the add, so slurmdbd does not pick one"),
-        )?;
-    }
-    Ok(())
+    super::default_accounts::emit_default_accounts(
+        b,
+        cname,
+        groups,
+        Phase::UserAdd,
+        Some("the user has rows but no DefaultAccount: set before the add, so slurmdbd does not pick one"),
+    )
 }
 
 pub(super) fn user_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {

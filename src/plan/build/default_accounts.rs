@@ -19,14 +19,20 @@ pub(super) fn default_moves(b: &mut Builder<'_>, cname: &Name, d: &ClusterState)
             groups.entry(want.clone()).or_default().push(user.clone());
         }
     }
+    emit_default_accounts(b, cname, groups, Phase::DefaultAccount, None)
+}
+
+/// One `modify user where name=... cluster=C set defaultaccount=A` per target account A.
+pub(super) fn emit_default_accounts(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    groups: BTreeMap<Name, Vec<Name>>,
+    phase: Phase,
+    note: Option<&str>,
+) -> Result<(), PlanError> {
     for (account, users) in groups {
         let objects = users.iter().map(|u| format!("default_account.{cname}.{u}")).collect();
-        b.emit(
-            Phase::DefaultAccount,
-            Command::SetDefaultAccount { cluster: cname.clone(), users, account },
-            objects,
-            None,
-        )?;
+        b.emit(phase, Command::SetDefaultAccount { cluster: cname.clone(), users, account }, objects, note)?;
     }
     Ok(())
 }

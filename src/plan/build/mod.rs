@@ -201,7 +201,9 @@ pub fn build_steps_and_lints(
     for (cname, d) in &desired.clusters {
         let t = b.touched(cname);
         let min = crate::plan::onboard::LOAD_MIN_ASSOCS;
-        for (command, objects) in crate::plan::onboard::loads(b.sim, cname, d, desired, &t.accounts, &t.users, min) {
+        for (command, objects) in
+            crate::plan::onboard::loads(&mut *b.sim, cname, d, desired, &t.accounts, &t.users, min)
+        {
             b.emit(Phase::AccountCreate, command, objects, None)?;
         }
     }
