@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Apply cost on a REAL slurmdbd (issue 7, bar 2): onboard 200 allocations under 20 projects and
-# 5 customers with 2,000 user associations and limits, pause 50 (QoS swap), delete 50 — with
-# slurmplan's batched apply, with --no-batch (one command per object, like the imperative
-# agents), and `sacctmgr load` of a flat file holding the same end state (creation only).
+# Apply cost on a REAL slurmdbd: onboard 200 allocations under 20 projects and 5 customers with
+# 2,000 user associations and limits, pause 50 (QoS swap), delete 50, with slurmplan's batched
+# apply, with --no-batch (one command per object, like the imperative agents), and
+# `sacctmgr load` of a flat file holding the same end state (creation only).
 #
-# usage: eval "$(scripts/slurm-testbed up /tmp/tb)"; bench/apply-cost.sh [RESULTS_DIR]
+# usage: scripts/slurm-testbed up DIR; . DIR/env; bench/apply-cost.sh [RESULTS_DIR]
 # ALLOCS=N scales the site (default 200 allocations; projects = N/10, customers = projects/4,
 # 10 users per allocation, N/4 paused and N/4 deleted).
+# ROUNDS=N repeats the comparison N times (default 1); each round uses names and clusters of its
+# own, and the order alternates: odd rounds run `sacctmgr load` first, even rounds slurmplan
+# first, so neither side always meets the emptier database. Medians per step are printed last.
 # MODES="batched" runs one mode only; SKIP_LOAD=1 skips the sacctmgr load part.
+# Every sacctmgr call here runs with a timeout; the bench never changes loopback settings and
+# prints whether delayed ACKs are off (a `quickack` route in the local table) so the figures
+# say under which conditions they were taken.
 # needs: SLURMPLAN_SACCTMGR (the test bed sets it), a release build (built here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +23,6 @@ out="${1:-$(mktemp -d /tmp/slurmplan-bench.XXXXXX)}"
 mkdir -p "$out"
 cargo build --release --quiet --bin slurmplan
 SP="$PWD/target/release/slurmplan"
-tag="b$$"
 A=${ALLOCS:-200}; P=$(( (A + 9) / 10 )); C=$(( (P + 3) / 4 )); Q=$(( A / 4 ))
 
 # desired file: $1 cluster, $2 paused count, $3 deleted count
@@ -38,13 +43,11 @@ gen() {
   done
 }
 
-"$S" -i add qos "${tag}_paused" >/dev/null
-load_first() {
-# sacctmgr load of the same end state (creation part only), one call, FIRST: on a fresh
-# cluster of an otherwise untouched test bed, so slurmplan's runs come after it, not before
-# its own names: slurmplan loads only accounts and users that exist nowhere yet
-lt="${tag}x"
-cl="${lt}l"
+T=600 # seconds allowed to one sacctmgr call of the bench's own
+# sacctmgr load of the same end state (creation part only), one call, on a fresh cluster, with
+# names of its own: slurmplan loads only accounts and users that exist nowhere yet
+load_side() {
+local lt="${tag}x" cl="${tag}xl"
 {
   printf "Cluster - '%s':Fairshare=1:QOS='normal'\n" "$cl"
   printf "Parent - 'root'\n"
@@ -64,33 +67,54 @@ cl="${lt}l"
     printf "Parent - '%s_a%d'\n" "$lt" "$a"
     for u in $(seq 0 9); do printf "User - '%su%d':DefaultAccount='%s_a%d'\n" "$lt" $(((a * 10 + u) % 1000)) "$lt" "$a"; done
   done
-} >"$out/load.cfg"
+} >"$out/load-$round.cfg"
+local t0 t1
+timeout "$T" "$S" -i add cluster "$cl" >/dev/null
 t0=$(date +%s.%N)
-"$S" -i add cluster "$cl" >/dev/null
-timeout 3600 "$S" -i load file=/dev/stdin "cluster=$cl" <"$out/load.cfg" >"$out/load.log" 2>&1 || echo "sacctmgr load exited $?" | tee -a "$out/results.txt"
+timeout 3600 "$S" -i load file=/dev/stdin "cluster=$cl" <"$out/load-$round.cfg" >"$out/load-$round.log" 2>&1 || echo "sacctmgr load exited $?" | tee -a "$out/results.txt"
 t1=$(date +%s.%N)
-printf '%-8s %-8s %8.1f s %6d sacctmgr call\n' load onboard "$(echo "$t1 - $t0" | bc)" 1 | tee -a "$out/results.txt"
+# sacctmgr's exit code and "Done" can lie: count what the load left behind
+local n; n=$(timeout "$T" "$S" -n -P show assoc "cluster=$cl" format=account | wc -l)
+printf '%-6s %-8s %-8s %8.1f s %6d sacctmgr call (%d associations read back)\n' "r$round" load onboard "$(echo "$t1 - $t0" | bc)" 1 "$n" | tee -a "$out/results.txt"
 }
-[ "${SKIP_LOAD:-0}" = 1 ] || load_first
 run() { # mode step file
   local mode=$1 step=$2 file=$3 extra=()
   [ "$mode" = nobatch ] && extra=(--no-batch)
-  local t0 t1 journal="$out/$mode-$step.jsonl"
+  local t0 t1 journal="$out/r$round-$mode-$step.jsonl"
   t0=$(date +%s.%N)
-  "$SP" apply -d "$file" --auto-approve --allow-mass-delete --color never --journal "$journal" "${extra[@]}" >/dev/null 2>"$out/$mode-$step.log"
+  "$SP" apply -d "$file" --auto-approve --allow-mass-delete --color never --journal "$journal" "${extra[@]}" >/dev/null 2>"$out/r$round-$mode-$step.log"
   t1=$(date +%s.%N)
   local steps; steps=$(grep -c '"event":"finished"' "$journal" || true)
-  printf '%-8s %-8s %8.1f s %6d sacctmgr writes (+18 reads)\n' "$mode" "$step" "$(echo "$t1 - $t0" | bc)" "$steps" | tee -a "$out/results.txt"
+  printf '%-6s %-8s %-8s %8.1f s %6d sacctmgr writes (+18 reads)\n' "r$round" "$mode" "$step" "$(echo "$t1 - $t0" | bc)" "$steps" | tee -a "$out/results.txt"
 }
+slurmplan_side() {
 for mode in ${MODES:-batched nobatch}; do
-  cl="${tag}${mode:0:1}"
-  "$S" -i add cluster "$cl" >/dev/null
-  gen "$cl" 0 0 >"$out/$mode-onboard.yaml"
-  gen "$cl" "$Q" 0 >"$out/$mode-pause.yaml"
-  gen "$cl" "$Q" "$Q" >"$out/$mode-delete.yaml"
-  run "$mode" onboard "$out/$mode-onboard.yaml"
-  run "$mode" pause "$out/$mode-pause.yaml"
-  run "$mode" delete "$out/$mode-delete.yaml"
+  local cl="${tag}${mode:0:1}"
+  timeout "$T" "$S" -i add cluster "$cl" >/dev/null
+  gen "$cl" 0 0 >"$out/r$round-$mode-onboard.yaml"
+  gen "$cl" "$Q" 0 >"$out/r$round-$mode-pause.yaml"
+  gen "$cl" "$Q" "$Q" >"$out/r$round-$mode-delete.yaml"
+  run "$mode" onboard "$out/r$round-$mode-onboard.yaml"
+  run "$mode" pause "$out/r$round-$mode-pause.yaml"
+  run "$mode" delete "$out/r$round-$mode-delete.yaml"
 done
+}
 
+if ip route show table local 2>/dev/null | grep -q quickack; then loopback="delayed ACKs OFF (a quickack route is set)"; else loopback="default (delayed ACKs on)"; fi
+echo "loopback: $loopback; load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/results.txt"
+for round in $(seq 1 "${ROUNDS:-1}"); do
+  tag="b$$r$round"
+  timeout "$T" "$S" -i add qos "${tag}_paused" >/dev/null
+  if [ "${SKIP_LOAD:-0}" = 1 ]; then slurmplan_side
+  elif [ $((round % 2)) = 1 ]; then load_side; slurmplan_side
+  else slurmplan_side; load_side
+  fi
+done
+echo "loopback after: $( ip route show table local 2>/dev/null | grep -q quickack && echo 'delayed ACKs OFF' || echo default); load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/results.txt"
+echo "medians over ${ROUNDS:-1} round(s):" | tee -a "$out/results.txt"
+grep '^r[0-9]' "$out/results.txt" | awk '{k=$2" "$3; v[k]=v[k]" "$4} END {for (k in v) print k, v[k]}' | sort |
+  while read -r mode step vals; do
+    med=$(printf '%s\n' $vals | sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
+    printf '  %-8s %-8s %8.1f s  (runs: %s)\n' "$mode" "$step" "$med" "$vals"
+  done | tee -a "$out/results.txt"
 echo "results in $out/results.txt"
