@@ -32,24 +32,36 @@ pub const LOAD_CHUNK_ASSOCS: usize = 5_000;
 pub const LOAD_CHUNK_TXN_BYTES: usize = 8 << 20;
 
 /// Per txn row, the bytes that are neither names nor values of the object's line in the file:
-/// the column template (at most 331 bytes measured on 22.05.8 and 24.11.5: every limit column
+/// the column template (~330 bytes measured on 22.05.8 and 24.11.5: every unset limit column
 /// written as `NULL`), timestamp, action, id, actor, quotes and separators, with room to spare.
 pub const TXN_ROW_BYTES: usize = 512;
 
+/// How `account` is named from root in slurmdbd 24.11's `lineage` column (`/a/b/c/`), an upper
+/// bound (root counted too) for accounts of the desired tree `d`.
+fn lineage_bytes(d: &ClusterState, account: &Name) -> usize {
+    1 + account.as_str().len()
+        + 1
+        + d.accounts.ancestors(account.as_str()).iter().map(|n| n.as_str().len() + 1).sum::<usize>()
+}
+
 /// An upper bound of the txn bytes of new account `a` on cluster `cname`: its account row and
-/// its association row, each with its names, plus its line of the file (description,
-/// organization and limits, which TRES and QoS ids never make longer).
-fn account_txn_bytes(cname: &Name, a: &LoadAccount) -> usize {
+/// its association row, each with its names (the association's lineage `lineage` bytes), plus
+/// its line of the file (description, organization and limits, which TRES and QoS ids never
+/// make longer).
+fn account_txn_bytes(cname: &Name, a: &LoadAccount, lineage: usize) -> usize {
     2 * TXN_ROW_BYTES
         + cname.as_str().len()
         + 2 * a.name.as_str().len()
         + a.parent.as_str().len()
+        + lineage
         + load::account_line(a).len()
 }
 
 /// An upper bound of the txn bytes of new user `u`: its user row, and per association a row with
-/// the cluster, account and user names plus its line of the file.
-fn user_txn_bytes(cname: &Name, u: &LoadUser) -> usize {
+/// the cluster, account and user names and the lineage (the account's, then `0-user/`), plus its
+/// line of the file.
+fn user_txn_bytes(cname: &Name, u: &LoadUser, lineage: &dyn Fn(&Name) -> usize) -> usize {
+    let user = u.name.as_str().len();
     let rows: usize = u
         .rows
         .iter()
@@ -57,11 +69,14 @@ fn user_txn_bytes(cname: &Name, u: &LoadUser) -> usize {
             TXN_ROW_BYTES
                 + cname.as_str().len()
                 + r.account.as_str().len()
-                + u.name.as_str().len()
+                + user
+                + lineage(&r.account)
+                + user
+                + 3
                 + load::user_line(u, r).len()
         })
         .sum();
-    TXN_ROW_BYTES + u.name.as_str().len() + rows
+    TXN_ROW_BYTES + user + rows
 }
 
 /// Whether one object's associations and txn bytes fit in a step on their own; one that does not
@@ -97,7 +112,7 @@ pub fn loads(
     if load::size(&list, &new_users) < min_assocs {
         return Vec::new();
     }
-    chunks(cname, list, new_users)
+    chunks(cname, list, new_users, &|a: &Name| lineage_bytes(d, a))
 }
 
 /// Accounts new everywhere whose parent exists or is new too, whose settings the flat file
@@ -143,7 +158,7 @@ fn new_accounts(
             set: AssocSet::from_assoc(want),
         };
         if load::problems(std::slice::from_ref(&account), &[]).is_empty()
-            && fits_alone(1, account_txn_bytes(cname, &account))
+            && fits_alone(1, account_txn_bytes(cname, &account, lineage_bytes(d, n)))
         {
             out.insert(n.clone(), (account, (eff, default)));
         }
@@ -191,7 +206,7 @@ fn new_users(
         }
         let u = LoadUser { name: user.clone(), default_account: default_account.clone(), rows: load_rows };
         if load::problems(&[], std::slice::from_ref(&u)).is_empty()
-            && fits_alone(u.rows.len(), user_txn_bytes(cname, &u))
+            && fits_alone(u.rows.len(), user_txn_bytes(cname, &u, &|a: &Name| lineage_bytes(d, a)))
         {
             out.push(u);
         }
@@ -202,7 +217,12 @@ fn new_users(
 /// Steps of at most [`LOAD_CHUNK_ASSOCS`] associations and [`LOAD_CHUNK_TXN_BYTES`] txn bytes:
 /// accounts first, then users, a user's rows never split, so every line names only accounts of
 /// its own or an earlier chunk. Every object fits alone (`fits_alone`), so no step passes a bound.
-fn chunks(cname: &Name, accounts: Vec<LoadAccount>, users: Vec<LoadUser>) -> Vec<(Command, Vec<String>)> {
+fn chunks(
+    cname: &Name,
+    accounts: Vec<LoadAccount>,
+    users: Vec<LoadUser>,
+    lineage: &dyn Fn(&Name) -> usize,
+) -> Vec<(Command, Vec<String>)> {
     let mut out = Vec::new();
     let mut cur: (Vec<LoadAccount>, Vec<LoadUser>) = (Vec::new(), Vec::new());
     let (mut assocs, mut bytes) = (0usize, 0usize);
@@ -222,7 +242,7 @@ fn chunks(cname: &Name, accounts: Vec<LoadAccount>, users: Vec<LoadUser>) -> Vec
         out.push((Command::Load { cluster: cname.clone(), accounts, users }, objects));
     };
     for a in accounts {
-        let b = account_txn_bytes(cname, &a);
+        let b = account_txn_bytes(cname, &a, lineage(&a.name));
         if assocs + 1 > LOAD_CHUNK_ASSOCS || bytes + b > LOAD_CHUNK_TXN_BYTES {
             flush(&mut cur, &mut out);
             (assocs, bytes) = (0, 0);
@@ -231,7 +251,7 @@ fn chunks(cname: &Name, accounts: Vec<LoadAccount>, users: Vec<LoadUser>) -> Vec
         cur.0.push(a);
     }
     for u in users {
-        let b = user_txn_bytes(cname, &u);
+        let b = user_txn_bytes(cname, &u, lineage);
         if assocs + u.rows.len() > LOAD_CHUNK_ASSOCS || bytes + b > LOAD_CHUNK_TXN_BYTES {
             flush(&mut cur, &mut out);
             (assocs, bytes) = (0, 0);
@@ -348,14 +368,18 @@ mod tests {
     }
 
     /// The txn bytes and associations of each step `chunks` makes.
-    fn bounds_of(cname: &Name, steps: &[(Command, Vec<String>)]) -> Vec<(usize, usize)> {
+    fn bounds_of(
+        cname: &Name,
+        steps: &[(Command, Vec<String>)],
+        lineage: &dyn Fn(&Name) -> usize,
+    ) -> Vec<(usize, usize)> {
         steps
             .iter()
             .map(|(c, _)| match c {
                 Command::Load { accounts, users, .. } => (
                     load::size(accounts, users),
-                    accounts.iter().map(|a| account_txn_bytes(cname, a)).sum::<usize>()
-                        + users.iter().map(|u| user_txn_bytes(cname, u)).sum::<usize>(),
+                    accounts.iter().map(|a| account_txn_bytes(cname, a, lineage(&a.name))).sum::<usize>()
+                        + users.iter().map(|u| user_txn_bytes(cname, u, lineage)).sum::<usize>(),
                 ),
                 other => panic!("not a load: {other:?}"),
             })
@@ -384,23 +408,33 @@ mod tests {
             })
             .collect();
         // 6,000 users of 64 bytes, each in three of those accounts, with limits on every row
-        let users: Vec<LoadUser> = (0..6_000)
-            .map(|i| LoadUser {
-                name: name(format!("u{i:0>63}"), User),
-                default_account: acc(i % 300),
-                rows: (0..3).map(|k| LoadRow { account: acc((i + k) % 300), set: set.clone() }).collect(),
-            })
-            .collect();
+        let mk_users = || -> Vec<LoadUser> {
+            (0..6_000)
+                .map(|i| LoadUser {
+                    name: name(format!("u{i:0>63}"), User),
+                    default_account: acc(i % 300),
+                    rows: (0..3).map(|k| LoadRow { account: acc((i + k) % 300), set: set.clone() }).collect(),
+                })
+                .collect()
+        };
+        let users = mk_users();
         let (n_accounts, n_assocs) = (accounts.len(), load::size(&accounts, &users));
-        let steps = chunks(&cname, accounts, users);
-        let b = bounds_of(&cname, &steps);
+        // as deep as 32 levels of 64-byte names
+        let lineage = |_: &Name| 32 * 65 + 1;
+        let steps = chunks(&cname, accounts, users, &lineage);
+        let b = bounds_of(&cname, &steps, &lineage);
         assert!(b.len() > 2, "{b:?}");
         for (assocs, bytes) in &b {
             assert!(*assocs <= LOAD_CHUNK_ASSOCS && *bytes <= LOAD_CHUNK_TXN_BYTES, "{b:?}");
         }
-        // the bytes bound the account steps, the association count the user steps
+        // the bytes bound the account steps, and deep lineages the user steps
         assert!(b[0].0 < 100, "{b:?}");
-        assert!(b.iter().any(|(a, _)| *a > LOAD_CHUNK_ASSOCS - 3), "{b:?}");
+        assert!(b.iter().all(|(a, _)| *a < LOAD_CHUNK_ASSOCS - 3), "{b:?}");
+        // with a shallow tree the association count binds
+        let shallow = |a: &Name| a.as_str().len() + 2;
+        let b2 = bounds_of(&cname, &chunks(&cname, Vec::new(), mk_users(), &shallow), &shallow);
+        assert!(b2.iter().all(|(a, t)| *a <= LOAD_CHUNK_ASSOCS && *t <= LOAD_CHUNK_TXN_BYTES), "{b2:?}");
+        assert!(b2.iter().any(|(a, _)| *a > LOAD_CHUNK_ASSOCS - 3), "{b2:?}");
         assert_eq!(b.iter().map(|(a, _)| a).sum::<usize>(), n_assocs);
         // every object once, accounts before the users that name them
         let mut seen_accounts = 0;
@@ -434,7 +468,8 @@ mod tests {
                 set: AssocSet::default(),
             })
             .collect();
-        let b = bounds_of(&cname, &chunks(&cname, accounts, Vec::new()));
+        let lineage = |a: &Name| a.as_str().len() + 2;
+        let b = bounds_of(&cname, &chunks(&cname, accounts, Vec::new(), &lineage), &lineage);
         assert_eq!(b.iter().map(|(a, _)| *a).collect::<Vec<_>>(), [15, 15, 10], "{b:?}");
     }
 }
