@@ -805,3 +805,37 @@ fn onboarding_load_step_is_journalled_and_the_script_feeds_the_same_file() {
         assert_eq!(p.code, 0, "{p:?}");
     }
 }
+
+/// A load step that slurmdbd loses (its txn statement past MariaDB's `max_allowed_packet`:
+/// nothing is created, yet sacctmgr prints its listing and "Done adding cluster" and exits 0,
+/// as real 22.05.8 does) is caught by the re-read: apply exits 3, nothing claimed converged.
+#[test]
+fn a_load_step_slurmdbd_loses_is_caught_by_verification() {
+    let users = (0..12).map(|i| format!("lost{i}")).collect::<Vec<_>>().join(", ");
+    let block = format!(
+        "      hpc_c_lost:\n        parent: hpc_customers\n      hpc_a_lost1: {{parent: hpc_c_lost, users: [{users}]}}\n      hpc_a_lost2: {{parent: hpc_c_lost, users: [{users}]}}\n"
+    );
+    let text =
+        std::fs::read_to_string(DESIRED).unwrap().replacen("    accounts:\n", &format!("    accounts:\n{block}"), 1);
+    let site = Site::new();
+    let d = site.path("desired.yaml");
+    std::fs::write(&d, &text).unwrap();
+    let d = d.to_str().unwrap();
+    let plan = site.slurmplan(&["plan", "-d", d, "--format", "json"], &[]);
+    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let k = plan["steps"].as_array().unwrap().iter().position(|s| s["argv"][2] == "load").expect("a load step") + 1;
+    let j = site.path("journal.jsonl");
+    let r = site.slurmplan(
+        &["apply", "-d", d, "--auto-approve", "--journal", j.to_str().unwrap()],
+        &[("FAKE_SACCTMGR_LIE_AT", &k.to_string())],
+    );
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("did not converge"), "{}", r.stderr);
+    assert!(r.stderr.contains("account.rocket.hpc_a_lost1"), "{}", r.stderr);
+    let load = site.journal().into_iter().find(|e| {
+        e["event"] == "finished" && e["stderr_tail"].as_str().is_some_and(|s| s.contains("Done adding cluster"))
+    });
+    assert!(load.is_some(), "the lost load said Done: {:?}", site.journal());
+    let again = site.slurmplan(&["plan", "-d", d, "--detailed-exitcode"], &[]);
+    assert_eq!(again.code, 2, "{again:?}");
+}

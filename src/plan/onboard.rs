@@ -19,10 +19,71 @@ use crate::sacctmgr::load::{self, LoadAccount, LoadRow, LoadUser};
 /// fixed cost do not pay for a handful of objects, and small plans stay easy to read.
 pub const LOAD_MIN_ASSOCS: usize = 20;
 
-/// The most associations one load creates: half of the 10,000 verified in one load on 22.05.8
-/// and 24.11.5 with slurmdbd's and MariaDB's defaults; ~50,000 in one load fail inside
-/// slurmdbd (`max_allowed_packet`) while sacctmgr reports success (docs/decisions.md).
+/// The most associations one load step creates. A step's time grows with its size (one RPC,
+/// no progress meanwhile) and must stay well inside `--timeout` (default 120 s); measured on
+/// 22.05.8 and 24.11.5 (docs/performance.md, "Chunk size of a load step"; docs/decisions.md).
 pub const LOAD_CHUNK_ASSOCS: usize = 5_000;
+
+/// The most bytes of transaction record one load step may make slurmdbd write: half of
+/// MariaDB's default `max_allowed_packet` (16 MiB). slurmdbd records a load's creations as one
+/// `insert into txn_table` per kind of object, a row per object holding its settings as SQL
+/// text (`as_mysql_add_assocs`, `as_mysql_add_accts` in SchedMD/slurm); a statement past the
+/// packet fails, the load is lost, and sacctmgr still prints "Done" and exits 0.
+pub const LOAD_CHUNK_TXN_BYTES: usize = 8 << 20;
+
+/// Per txn row, the bytes that are neither names nor values of the object's line in the file:
+/// the column template (~330 bytes measured on 22.05.8 and 24.11.5: every unset limit column
+/// written as `NULL`), timestamp, action, id, actor, quotes and separators, with room to spare.
+pub const TXN_ROW_BYTES: usize = 512;
+
+/// How `account` is named from root in slurmdbd 24.11's `lineage` column (`/a/b/c/`), an upper
+/// bound (root counted too) for accounts of the desired tree `d`.
+fn lineage_bytes(d: &ClusterState, account: &Name) -> usize {
+    1 + account.as_str().len()
+        + 1
+        + d.accounts.ancestors(account.as_str()).iter().map(|n| n.as_str().len() + 1).sum::<usize>()
+}
+
+/// An upper bound of the txn bytes of new account `a` on cluster `cname`: its account row and
+/// its association row, each with its names (the association's lineage `lineage` bytes), plus
+/// its line of the file (description, organization and limits, which TRES and QoS ids never
+/// make longer).
+fn account_txn_bytes(cname: &Name, a: &LoadAccount, lineage: usize) -> usize {
+    2 * TXN_ROW_BYTES
+        + cname.as_str().len()
+        + 2 * a.name.as_str().len()
+        + a.parent.as_str().len()
+        + lineage
+        + load::account_line(a).len()
+}
+
+/// An upper bound of the txn bytes of new user `u`: its user row, and per association a row with
+/// the cluster, account and user names and the lineage (the account's, then `0-user/`), plus its
+/// line of the file.
+fn user_txn_bytes(cname: &Name, u: &LoadUser, lineage: &dyn Fn(&Name) -> usize) -> usize {
+    let user = u.name.as_str().len();
+    let rows: usize = u
+        .rows
+        .iter()
+        .map(|r| {
+            TXN_ROW_BYTES
+                + cname.as_str().len()
+                + r.account.as_str().len()
+                + user
+                + lineage(&r.account)
+                + user
+                + 3
+                + load::user_line(u, r).len()
+        })
+        .sum();
+    TXN_ROW_BYTES + user + rows
+}
+
+/// Whether one object's associations and txn bytes fit in a step on their own; one that does not
+/// is created with the batched commands.
+fn fits_alone(assocs: usize, txn_bytes: usize) -> bool {
+    assocs <= LOAD_CHUNK_ASSOCS && txn_bytes <= LOAD_CHUNK_TXN_BYTES
+}
 
 /// The effective QoS list and DefaultQOS an association inherits.
 type Effective = (BTreeSet<Name>, Option<Name>);
@@ -39,11 +100,11 @@ pub fn loads(
     min_assocs: usize,
 ) -> Vec<(Command, Vec<String>)> {
     let Some(c) = sim.state.clusters.get(cname) else { return Vec::new() };
-    let new_accounts = new_accounts(sim, c, d, desired, accounts);
+    let new_accounts = new_accounts(sim, cname, c, d, desired, accounts);
     if new_accounts.is_empty() {
         return Vec::new();
     }
-    let new_users = new_users(sim, d, users, &new_accounts);
+    let new_users = new_users(sim, cname, d, users, &new_accounts);
     let list: Vec<LoadAccount> = new_accounts.into_values().map(|(a, _)| a).collect();
     let mut list = list;
     // parents first (depth in the desired tree), then by name
@@ -51,13 +112,14 @@ pub fn loads(
     if load::size(&list, &new_users) < min_assocs {
         return Vec::new();
     }
-    chunks(cname, list, new_users)
+    chunks(cname, list, new_users, &|a: &Name| lineage_bytes(d, a))
 }
 
 /// Accounts new everywhere whose parent exists or is new too, whose settings the flat file
 /// carries and whose QoS settings hold at creation; with what they pass on to their users.
 fn new_accounts(
     sim: &RuleModel,
+    cname: &Name,
     c: &ClusterState,
     d: &ClusterState,
     desired: &State,
@@ -95,7 +157,9 @@ fn new_accounts(
             organization: record.organization.unwrap_or(org_default),
             set: AssocSet::from_assoc(want),
         };
-        if load::problems(std::slice::from_ref(&account), &[]).is_empty() {
+        if load::problems(std::slice::from_ref(&account), &[]).is_empty()
+            && fits_alone(1, account_txn_bytes(cname, &account, lineage_bytes(d, n)))
+        {
             out.insert(n.clone(), (account, (eff, default)));
         }
     }
@@ -107,6 +171,7 @@ fn new_accounts(
 /// have a declared DefaultAccount among those rows.
 fn new_users(
     sim: &mut RuleModel,
+    cname: &Name,
     d: &ClusterState,
     touched: &BTreeSet<UserKey>,
     accounts: &BTreeMap<Name, (LoadAccount, Effective)>,
@@ -140,18 +205,27 @@ fn new_users(
             load_rows.push(LoadRow { account: k.account.clone(), set: AssocSet::from_assoc(a) });
         }
         let u = LoadUser { name: user.clone(), default_account: default_account.clone(), rows: load_rows };
-        if load::problems(&[], std::slice::from_ref(&u)).is_empty() {
+        if load::problems(&[], std::slice::from_ref(&u)).is_empty()
+            && fits_alone(u.rows.len(), user_txn_bytes(cname, &u, &|a: &Name| lineage_bytes(d, a)))
+        {
             out.push(u);
         }
     }
     out
 }
 
-/// Steps of at most [`LOAD_CHUNK_ASSOCS`] associations: accounts first, then users, a user's
-/// rows never split, so every line names only accounts of its own or an earlier chunk.
-fn chunks(cname: &Name, accounts: Vec<LoadAccount>, users: Vec<LoadUser>) -> Vec<(Command, Vec<String>)> {
+/// Steps of at most [`LOAD_CHUNK_ASSOCS`] associations and [`LOAD_CHUNK_TXN_BYTES`] txn bytes:
+/// accounts first, then users, a user's rows never split, so every line names only accounts of
+/// its own or an earlier chunk. Every object fits alone (`fits_alone`), so no step passes a bound.
+fn chunks(
+    cname: &Name,
+    accounts: Vec<LoadAccount>,
+    users: Vec<LoadUser>,
+    lineage: &dyn Fn(&Name) -> usize,
+) -> Vec<(Command, Vec<String>)> {
     let mut out = Vec::new();
     let mut cur: (Vec<LoadAccount>, Vec<LoadUser>) = (Vec::new(), Vec::new());
+    let (mut assocs, mut bytes) = (0usize, 0usize);
     let flush = |cur: &mut (Vec<LoadAccount>, Vec<LoadUser>), out: &mut Vec<(Command, Vec<String>)>| {
         let (accounts, users) = std::mem::take(cur);
         if accounts.is_empty() && users.is_empty() {
@@ -168,15 +242,21 @@ fn chunks(cname: &Name, accounts: Vec<LoadAccount>, users: Vec<LoadUser>) -> Vec
         out.push((Command::Load { cluster: cname.clone(), accounts, users }, objects));
     };
     for a in accounts {
-        if load::size(&cur.0, &cur.1) + 1 > LOAD_CHUNK_ASSOCS {
+        let b = account_txn_bytes(cname, &a, lineage(&a.name));
+        if assocs + 1 > LOAD_CHUNK_ASSOCS || bytes + b > LOAD_CHUNK_TXN_BYTES {
             flush(&mut cur, &mut out);
+            (assocs, bytes) = (0, 0);
         }
+        (assocs, bytes) = (assocs + 1, bytes + b);
         cur.0.push(a);
     }
     for u in users {
-        if load::size(&cur.0, &cur.1) + u.rows.len() > LOAD_CHUNK_ASSOCS {
+        let b = user_txn_bytes(cname, &u, lineage);
+        if assocs + u.rows.len() > LOAD_CHUNK_ASSOCS || bytes + b > LOAD_CHUNK_TXN_BYTES {
             flush(&mut cur, &mut out);
+            (assocs, bytes) = (0, 0);
         }
+        (assocs, bytes) = (assocs + u.rows.len(), bytes + b);
         cur.1.push(u);
     }
     flush(&mut cur, &mut out);
@@ -281,5 +361,115 @@ mod tests {
         // every step); its saved form round-trips
         let back: Plan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
+    }
+
+    fn name(s: String, k: crate::model::NameKind) -> Name {
+        Name::keep_case(&s, k).unwrap()
+    }
+
+    /// The txn bytes and associations of each step `chunks` makes.
+    fn bounds_of(
+        cname: &Name,
+        steps: &[(Command, Vec<String>)],
+        lineage: &dyn Fn(&Name) -> usize,
+    ) -> Vec<(usize, usize)> {
+        steps
+            .iter()
+            .map(|(c, _)| match c {
+                Command::Load { accounts, users, .. } => (
+                    load::size(accounts, users),
+                    accounts.iter().map(|a| account_txn_bytes(cname, a, lineage(&a.name))).sum::<usize>()
+                        + users.iter().map(|u| user_txn_bytes(cname, u, lineage)).sum::<usize>(),
+                ),
+                other => panic!("not a load: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn no_step_passes_either_bound_with_names_and_descriptions_at_maximal_length() {
+        use crate::model::NameKind::{Account, User};
+        let cname = name("c".repeat(64), crate::model::NameKind::Cluster);
+        let mut set = AssocSet::default();
+        set.tres.insert(
+            crate::sacctmgr::command::TresLimit::GrpTresMins,
+            [("cpu".to_string(), Some(u64::MAX / 2)), ("mem".into(), Some(u64::MAX / 2))].into(),
+        );
+        set.default_qos = Some(Some(name("normal".into(), crate::model::NameKind::Qos)));
+        let acc = |i: usize| name(format!("{i:0>64}"), Account);
+        // 300 accounts whose descriptions and organizations fill slurmdbd's `text` column
+        let accounts: Vec<LoadAccount> = (0..300)
+            .map(|i| LoadAccount {
+                name: acc(i),
+                parent: if i == 0 { crate::model::names::root() } else { acc(0) },
+                description: "d".repeat(65_535),
+                organization: "o".repeat(65_535),
+                set: set.clone(),
+            })
+            .collect();
+        // 6,000 users of 64 bytes, each in three of those accounts, with limits on every row
+        let mk_users = || -> Vec<LoadUser> {
+            (0..6_000)
+                .map(|i| LoadUser {
+                    name: name(format!("u{i:0>63}"), User),
+                    default_account: acc(i % 300),
+                    rows: (0..3).map(|k| LoadRow { account: acc((i + k) % 300), set: set.clone() }).collect(),
+                })
+                .collect()
+        };
+        let users = mk_users();
+        let (n_accounts, n_assocs) = (accounts.len(), load::size(&accounts, &users));
+        // as deep as 32 levels of 64-byte names
+        let lineage = |_: &Name| 32 * 65 + 1;
+        let steps = chunks(&cname, accounts, users, &lineage);
+        let b = bounds_of(&cname, &steps, &lineage);
+        assert!(b.len() > 2, "{b:?}");
+        for (assocs, bytes) in &b {
+            assert!(*assocs <= LOAD_CHUNK_ASSOCS && *bytes <= LOAD_CHUNK_TXN_BYTES, "{b:?}");
+        }
+        // the bytes bound the account steps, and deep lineages the user steps
+        assert!(b[0].0 < 100, "{b:?}");
+        assert!(b.iter().all(|(a, _)| *a < LOAD_CHUNK_ASSOCS - 3), "{b:?}");
+        // with a shallow tree the association count binds
+        let shallow = |a: &Name| a.as_str().len() + 2;
+        let b2 = bounds_of(&cname, &chunks(&cname, Vec::new(), mk_users(), &shallow), &shallow);
+        assert!(b2.iter().all(|(a, t)| *a <= LOAD_CHUNK_ASSOCS && *t <= LOAD_CHUNK_TXN_BYTES), "{b2:?}");
+        assert!(b2.iter().any(|(a, _)| *a > LOAD_CHUNK_ASSOCS - 3), "{b2:?}");
+        assert_eq!(b.iter().map(|(a, _)| a).sum::<usize>(), n_assocs);
+        // every object once, accounts before the users that name them
+        let mut seen_accounts = 0;
+        for (c, _) in &steps {
+            let Command::Load { accounts, users, .. } = c else { unreachable!() };
+            seen_accounts += accounts.len();
+            assert!(users.is_empty() || seen_accounts == n_accounts);
+            // the rendered file is never larger than what its txn estimate allows
+            assert!(load::render(&cname, accounts, users).len() <= LOAD_CHUNK_TXN_BYTES);
+        }
+    }
+
+    #[test]
+    fn an_account_too_large_for_any_step_keeps_its_subtree_batched() {
+        let p = plan(30, &"x".repeat(LOAD_CHUNK_TXN_BYTES), "");
+        assert!(loads_of(&p).is_empty());
+        let argv: Vec<String> = p.steps.iter().map(|s| s.argv.join(" ")).collect();
+        assert!(argv.iter().any(|a| a.starts_with("sacctmgr -i add account hpc_c_new")), "{:?}", &argv[0][..80]);
+    }
+
+    #[test]
+    fn a_chunk_boundary_falls_on_the_byte_bound_when_descriptions_are_long() {
+        // 40 accounts of ~0.5 MiB descriptions: 16 per step at most
+        let cname = name("rocket".into(), crate::model::NameKind::Cluster);
+        let accounts: Vec<LoadAccount> = (0..40)
+            .map(|i| LoadAccount {
+                name: name(format!("a{i}"), crate::model::NameKind::Account),
+                parent: crate::model::names::root(),
+                description: "d".repeat(1 << 19),
+                organization: "o".into(),
+                set: AssocSet::default(),
+            })
+            .collect();
+        let lineage = |a: &Name| a.as_str().len() + 2;
+        let b = bounds_of(&cname, &chunks(&cname, accounts, Vec::new(), &lineage), &lineage);
+        assert_eq!(b.iter().map(|(a, _)| *a).collect::<Vec<_>>(), [15, 15, 10], "{b:?}");
     }
 }

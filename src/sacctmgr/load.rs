@@ -153,11 +153,7 @@ pub fn render(cluster: &Name, accounts: &[LoadAccount], users: &[LoadUser]) -> S
             s.push_str(&format!("Parent - '{}'\n", a.parent));
             parent = Some(&a.parent);
         }
-        let opts = options(&a.set).expect("checked by load::problems");
-        s.push_str(&format!(
-            "Account - '{}':Description='{}':Organization='{}'{opts}\n",
-            a.name, a.description, a.organization
-        ));
+        s.push_str(&account_line(a));
     }
     let mut by_account: Vec<(&Name, Vec<(&LoadUser, &LoadRow)>)> = Vec::new();
     for u in users {
@@ -171,11 +167,22 @@ pub fn render(cluster: &Name, accounts: &[LoadAccount], users: &[LoadUser]) -> S
     for (account, rows) in by_account {
         s.push_str(&format!("Parent - '{account}'\n"));
         for (u, r) in rows {
-            let opts = options(&r.set).expect("checked by load::problems");
-            s.push_str(&format!("User - '{}':DefaultAccount='{}'{opts}\n", u.name, u.default_account));
+            s.push_str(&user_line(u, r));
         }
     }
     s
+}
+
+/// The `Account -` line of `a` in the file, with its newline.
+pub fn account_line(a: &LoadAccount) -> String {
+    let opts = options(&a.set).expect("checked by load::problems");
+    format!("Account - '{}':Description='{}':Organization='{}'{opts}\n", a.name, a.description, a.organization)
+}
+
+/// The `User -` line of row `r` of `u` in the file, with its newline.
+pub fn user_line(u: &LoadUser, r: &LoadRow) -> String {
+    let opts = options(&r.set).expect("checked by load::problems");
+    format!("User - '{}':DefaultAccount='{}'{opts}\n", u.name, u.default_account)
 }
 
 fn quoted(v: &str) -> Result<&str, String> {
