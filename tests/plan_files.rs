@@ -17,14 +17,12 @@ fn key() -> file::Key {
 
 #[test]
 fn saved_plans_of_format_1_and_2_load_and_write_back_byte_for_byte() {
-    for (name, version, steps) in
-        [
-            ("format1-doctor-qos.json", 1, 2),
-            ("format1-doctor-defaults.json", 1, 2),
-            ("format2.json", 2, 16),
-            ("format2-load.json", 2, 19),
-        ]
-    {
+    for (name, version, steps) in [
+        ("format1-doctor-qos.json", 1, 2),
+        ("format1-doctor-defaults.json", 1, 2),
+        ("format2.json", 2, 16),
+        ("format2-load.json", 2, 19),
+    ] {
         let path = dir().join(name);
         let text = std::fs::read_to_string(&path).unwrap();
         let plan = file::from_json(&path, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -112,14 +110,15 @@ fn damaged_plans_are_refused_with_the_path() {
         v["checksum"] = sum.into();
         v.to_string()
     };
-    let cases: [(&str, Box<dyn Fn(&mut serde_json::Value)>); 4] = [
-        ("unknown variant `frobnicate`", Box::new(|p| p["steps"][0]["command"]["verb"] = "frobnicate".into())),
-        ("unknown variant `later`", Box::new(|p| p["steps"][0]["phase"] = "later".into())),
-        ("missing field `steps`", Box::new(|p| drop(p.as_object_mut().unwrap().remove("steps")))),
-        ("but the plan says 1", Box::new(|p| p["format_version"] = 1.into())),
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit); 4] = [
+        ("unknown variant `frobnicate`", |p| p["steps"][0]["command"]["verb"] = "frobnicate".into()),
+        ("unknown variant `later`", |p| p["steps"][0]["phase"] = "later".into()),
+        ("missing field `steps`", |p| drop(p.as_object_mut().unwrap().remove("steps"))),
+        ("but the plan says 1", |p| p["format_version"] = 1.into()),
     ];
     for (want, edit) in cases {
-        let err = file::from_json(&path, &resum(&*edit)).unwrap_err().to_string();
+        let err = file::from_json(&path, &resum(&edit)).unwrap_err().to_string();
         assert!(err.contains(want) && err.contains("format2.json"), "{want}: {err}");
     }
     let err = file::from_json(&path, "{\"format_version\": 3}").unwrap_err().to_string();

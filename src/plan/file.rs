@@ -6,7 +6,7 @@
 //! made again. Every plan read passes `plan::check` (names, values, argv, `root`); `apply`
 //! also replays it on the current state before the first write (apply::check).
 //! The bytes are those of the file's own types ([`schema`]), never of the planner's: an internal
-//! change does not change the format (docs/planning.md, "The plan file").
+//! change does not change the format (docs/operations.md, "The plan file's schema").
 //! Only reads/writes files.
 
 use std::path::Path;
@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 pub mod schema;
 
 use super::{FORMAT_VERSION, FORMAT_VERSION_SCOPED, Plan};
-use schema::FilePlan;
 use crate::model::fingerprint::hash_bytes;
+use schema::FilePlan;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 

@@ -207,7 +207,10 @@ fn json_is_the_plan_in_the_plan_files_schema() {
     assert_eq!(back.into_plan(), plan);
     // the same bytes as the `plan` member of a plan file
     let file: serde_json::Value = serde_json::from_str(&crate::plan::file::to_json(&plan)).unwrap();
-    assert_eq!(serde_json::to_string_pretty(&file["plan"]).unwrap(), serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(&text).unwrap()).unwrap());
+    assert_eq!(
+        serde_json::to_string_pretty(&file["plan"]).unwrap(),
+        serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(&text).unwrap()).unwrap()
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The plan file's own types: the on-disk (and `--format json`) schema of a plan, formats 1
-//! and 2 (docs/planning.md, "The plan file"), with one conversion each way between them and the
+//! and 2 (docs/operations.md, "The plan file's schema"), with one conversion each way between them and the
 //! planner's internal types ([`FilePlan::of`], [`FilePlan::into_plan`]).
 //!
 //! Every structure of a plan is described here: the plan, its steps and phases, every kind of
@@ -30,7 +30,7 @@ use crate::sacctmgr::load::{LoadAccount, LoadRow, LoadUser};
 type Names<'a> = Cow<'a, [Name]>;
 type TresSet<'a> = Cow<'a, BTreeMap<String, Option<u64>>>;
 
-fn empty<T: Clone>(v: &Cow<'_, [T]>) -> bool {
+fn empty<T>(v: &[T]) -> bool {
     v.is_empty()
 }
 
@@ -392,6 +392,23 @@ struct FileClusterScope<'a> {
     users: Cow<'a, BTreeSet<Name>>,
 }
 
+/// One command in the plan file's JSON (`verb` and its fields), for records that hold commands
+/// outside a plan (the differential tests' saved steps): `#[serde(with = "...::command_json")]`.
+pub mod command_json {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::FileCommand;
+    use crate::sacctmgr::command::Command;
+
+    pub fn serialize<S: Serializer>(c: &Command, s: S) -> Result<S::Ok, S::Error> {
+        FileCommand::of(c).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Command, D::Error> {
+        FileCommand::deserialize(d).map(FileCommand::into_command)
+    }
+}
+
 // ---- internal -> file (borrowing) ----
 
 fn b<T: Clone>(v: &T) -> Cow<'_, T> {
@@ -523,7 +540,11 @@ impl FileAction {
 
 impl<'a> FileChange<'a> {
     fn of(c: &'a PlannedChange) -> FileChange<'a> {
-        FileChange { address: Cow::Borrowed(&c.address), action: FileAction::of(c.action), change: FileDiff::of(&c.change) }
+        FileChange {
+            address: Cow::Borrowed(&c.address),
+            action: FileAction::of(c.action),
+            change: FileDiff::of(&c.change),
+        }
     }
 
     fn into_change(self) -> PlannedChange {
@@ -881,7 +902,11 @@ impl<'a> FileLoadUser<'a> {
         FileLoadUser {
             name: b(&u.name),
             default_account: b(&u.default_account),
-            rows: u.rows.iter().map(|r| FileLoadRow { account: b(&r.account), set: FileAssocSet::of(&r.set) }).collect(),
+            rows: u
+                .rows
+                .iter()
+                .map(|r| FileLoadRow { account: b(&r.account), set: FileAssocSet::of(&r.set) })
+                .collect(),
         }
     }
 
