@@ -5,14 +5,12 @@
 //! differs here is something slurmplan manages. No I/O, no clock, no environment, no ordering
 //! of commands (that is `plan`).
 
-use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
 use crate::model::{AccountRecord, Assoc, InOrder, Name, Qos, State, UserKey};
 
 /// One object-level difference between current and desired.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     QosCreate { name: Name, qos: Qos },
     QosUpdate { name: Name, from: Qos, to: Qos },
@@ -29,8 +27,7 @@ pub enum Change {
 }
 
 /// Terraform-style action of a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Action {
     Create,
     Update,
@@ -39,6 +36,16 @@ pub enum Action {
 }
 
 impl Action {
+    /// The lower-case word for the action (`create`, `update`, `reparent`, `delete`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Reparent => "reparent",
+            Action::Delete => "delete",
+        }
+    }
+
     /// The mark shown in plans.
     pub fn symbol(self) -> &'static str {
         match self {

@@ -730,7 +730,7 @@ fn check_pair(current: &State, desired: &State) -> Result<Plan, String> {
     }
     let plan = make_plan(current, desired, "x").map_err(|e| format!("make_plan failed: {e}\n{}", ctx()))?;
     let again = make_plan(current, desired, "x").map_err(|e| format!("second make_plan failed: {e}"))?;
-    if serde_json::to_string(&plan).unwrap() != serde_json::to_string(&again).unwrap() {
+    if plan != again {
         return Err(format!("make_plan is not deterministic\n{}", ctx()));
     }
     let mut sim = RuleModel::new(current.clone());
@@ -766,8 +766,8 @@ fn check_pair(current: &State, desired: &State) -> Result<Plan, String> {
     let rest = diff(&sim.state, desired);
     if !rest.is_empty() {
         return Err(format!(
-            "after applying the plan the state still differs from desired: {}\nplan:\n{}{}--- final\n{}",
-            serde_json::to_string(&rest).unwrap(),
+            "after applying the plan the state still differs from desired: {:?}\nplan:\n{}{}--- final\n{}",
+            rest,
             show_plan(&plan),
             ctx(),
             describe(&sim.state)
@@ -801,6 +801,28 @@ proptest! {
         let (current, desired) = gen_pair(&data);
         if let Err(e) = check_pair(&current, &desired) {
             return Err(TestCaseError::fail(e));
+        }
+    }
+
+    /// A plan written to a plan file and read back is the same plan, and is written back to
+    /// the same bytes: whole-state (format 1), scoped (format 2) and unbatched.
+    #[test]
+    fn plans_round_trip_through_the_plan_file(data in bytes()) {
+        use slurmplan::plan::{Covers, diff_states, file, order, unbatch};
+        let (mut current, mut desired) = gen_pair(&data);
+        let Ok(whole) = make_plan(&current, &desired, "x") else { return Ok(()) };
+        let mut single = whole.clone();
+        unbatch(&mut single);
+        add_unmanaged(&mut current);
+        add_unmanaged(&mut desired);
+        let managed = managed_of(&current, &desired);
+        let scoped = order(diff_states(&current, &desired, Covers::Managed(&managed)), &current, &desired, "x").ok();
+        let path = std::path::Path::new("plan.json");
+        for plan in [Some(whole), Some(single), scoped].into_iter().flatten() {
+            let text = file::to_json(&plan);
+            let back = file::from_json(path, &text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            prop_assert_eq!(&back, &plan);
+            prop_assert_eq!(file::to_json(&back), text);
         }
     }
 

@@ -5,6 +5,8 @@
 //! recompute it. The signature is what keeps a plan as reviewed: without the key it cannot be
 //! made again. Every plan read passes `plan::check` (names, values, argv, `root`); `apply`
 //! also replays it on the current state before the first write (apply::check).
+//! The bytes are those of the file's own types ([`schema`]), never of the planner's: an internal
+//! change does not change the format (docs/operations.md, "The plan file's schema").
 //! Only reads/writes files.
 
 use std::path::Path;
@@ -12,8 +14,11 @@ use std::path::Path;
 use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 
+pub mod schema;
+
 use super::{FORMAT_VERSION, FORMAT_VERSION_SCOPED, Plan};
 use crate::model::fingerprint::hash_bytes;
+use schema::FilePlan;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
@@ -21,14 +26,14 @@ type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 const SIGNATURE_PREFIX: &str = "hmac-sha256:";
 
 #[derive(Serialize, Deserialize)]
-struct Envelope {
+struct Envelope<'a> {
     format_version: u32,
     /// sha256 over the canonical JSON of `plan`.
     checksum: String,
     /// HMAC-SHA256 over the same bytes, when the planner had a key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     signature: Option<String>,
-    plan: Plan,
+    plan: FilePlan<'a>,
 }
 
 /// A signing key (the bytes of `SLURMPLAN_PLAN_KEY_FILE`, trailing whitespace removed).
@@ -108,13 +113,15 @@ pub fn to_json(plan: &Plan) -> String {
 
 /// [`to_json`], signed with `key` when given.
 pub fn to_json_signed(plan: &Plan, key: Option<&Key>) -> String {
-    let value = serde_json::to_value(plan).expect("plan serialises");
+    let file = FilePlan::of(plan);
+    let value = serde_json::to_value(&file).expect("plan serialises");
     let b = body(&value);
+    drop(value);
     let env = Envelope {
         format_version: plan.format_version,
         checksum: hash_bytes(b.as_bytes()),
         signature: key.map(|k| k.sign(b.as_bytes())),
-        plan: plan.clone(),
+        plan: file,
     };
     let mut s = serde_json::to_string_pretty(&env).expect("plan serialises");
     s.push('\n');
@@ -159,11 +166,22 @@ pub fn from_json_with_key(path: &Path, text: &str, key: Option<&Key>) -> Result<
     }
     let env: Envelope =
         serde_json::from_value(v).map_err(|e| PlanFileError::Malformed { path: p.clone(), reason: e.to_string() })?;
-    let problems = super::check::step_problems(&env.plan);
+    if env.plan.format_version() != env.format_version {
+        return Err(PlanFileError::Malformed {
+            path: p,
+            reason: format!(
+                "`format_version` is {} but the plan says {}",
+                env.format_version,
+                env.plan.format_version()
+            ),
+        });
+    }
+    let plan = env.plan.into_plan();
+    let problems = super::check::step_problems(&plan);
     if !problems.is_empty() {
         return Err(PlanFileError::Unsound { path: p, problems });
     }
-    Ok(env.plan)
+    Ok(plan)
 }
 
 pub fn read(path: &Path) -> Result<Plan, PlanFileError> {

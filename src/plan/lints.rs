@@ -11,14 +11,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
-
 use super::{Phase, Step};
 use crate::diff::{Change, user_key_label};
 use crate::model::{Name, QosList, State, UserKey};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Info,
     Warning,
@@ -34,14 +31,13 @@ impl Severity {
 }
 
 /// One finding about a plan. `code` and `name` are stable identifiers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lint {
     pub code: String,
     pub name: String,
     pub severity: Severity,
     pub message: String,
     /// The step (1-based) that does the risky thing, when there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
     /// Address of the change the lint is about.
     pub address: String,

@@ -13,8 +13,6 @@ pub mod target;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
-
 use crate::diff::{self, Action, Change};
 use crate::model::fingerprint::{Scope, fingerprint, scoped_fingerprint};
 use crate::model::{Name, State};
@@ -24,8 +22,7 @@ use crate::sacctmgr::command::Command;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// The phase a step belongs to, in execution order (docs/planning.md explains the order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {
     QosCreate,
     AccountCreate,
@@ -57,7 +54,7 @@ impl Phase {
 }
 
 /// One command of the plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     pub number: usize,
     pub phase: Phase,
@@ -66,11 +63,10 @@ pub struct Step {
     pub argv: Vec<String>,
     /// Addresses of the changes this step serves.
     pub causes: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
     pub add: usize,
     pub change: usize,
@@ -78,15 +74,16 @@ pub struct Summary {
 }
 
 /// A change with its address (for `--target` and causes).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedChange {
     pub address: String,
     pub action: Action,
-    #[serde(flatten)]
     pub change: Change,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A plan in memory. Its file form (and `--format json`) is `file::schema`, converted to and
+/// from this: fields here may change without changing the format.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub format_version: u32,
     pub generator: String,
@@ -97,14 +94,11 @@ pub struct Plan {
     pub changes: Vec<PlannedChange>,
     pub steps: Vec<Step>,
     pub summary: Summary,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Risky steps, with stable codes (docs/lints.md). Absent in plans from older versions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Risky steps, with stable codes (docs/lints.md).
     pub lints: Vec<lints::Lint>,
     /// What `current_fingerprint` covers: absent = the whole state (format 1); present = only
     /// this part (format 2), so writes elsewhere leave the plan valid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
 }
 

@@ -44,8 +44,13 @@ pub struct DriftObject {
     pub kind: &'static str,
     pub name: String,
     /// `create` (missing in slurmdbd), `delete` (not in the desired state), `update`, `reparent`.
+    #[serde(serialize_with = "action_word")]
     pub action: Action,
     pub fields: Vec<DriftField>,
+}
+
+fn action_word<S: serde::Serializer>(a: &Action, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(a.word())
 }
 
 /// The whole report.

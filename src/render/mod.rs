@@ -1,6 +1,6 @@
 //! Layer 4: render — read-only views of a [`Plan`] for people and scripts.
 //!
-//! Formats: `text` (Terraform-style), `json` (the plan itself), `diff` (unified diff of the
+//! Formats: `text` (Terraform-style), `json` (the plan in the plan file's schema, `plan::file::schema`), `diff` (unified diff of the
 //! objects before/after), `table` (one row per step) and `script` (a POSIX sh script that runs
 //! exactly the plan's argv). What you review is exactly what runs: every view shows the steps'
 //! argv verbatim, quoted with the one [`sh_quote`] (`sacctmgr::quote`) function.
@@ -48,7 +48,8 @@ pub fn render(plan: &Plan, format: Format, opts: &Options, out: &mut dyn Write) 
     match format {
         Format::Text => text::render(plan, opts, out),
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, plan).map_err(std::io::Error::other)?;
+            let file = crate::plan::file::schema::FilePlan::of(plan);
+            serde_json::to_writer_pretty(&mut *out, &file).map_err(std::io::Error::other)?;
             writeln!(out)
         }
         Format::Diff => diff::render(plan, out),

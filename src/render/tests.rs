@@ -199,12 +199,18 @@ fn empty_plan_in_every_format() {
 }
 
 #[test]
-fn json_is_the_plan_itself() {
+fn json_is_the_plan_in_the_plan_files_schema() {
     let plan = realistic_plan();
     let text = rendered(&plan, Format::Json, false);
     assert!(text.ends_with("}\n"));
-    let back: Plan = serde_json::from_str(&text).unwrap();
-    assert_eq!(back, plan);
+    let back: crate::plan::file::schema::FilePlan = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.into_plan(), plan);
+    // the same bytes as the `plan` member of a plan file
+    let file: serde_json::Value = serde_json::from_str(&crate::plan::file::to_json(&plan)).unwrap();
+    assert_eq!(
+        serde_json::to_string_pretty(&file["plan"]).unwrap(),
+        serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(&text).unwrap()).unwrap()
+    );
 }
 
 #[test]

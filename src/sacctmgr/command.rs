@@ -6,7 +6,7 @@
 //! commands carry names but no cluster. This module spawns nothing, prints nothing, and parses
 //! no argv (the fake sacctmgr's parser is its own: src/bin/slurmplan-fake-sacctmgr/argv.rs).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 use crate::model::values::join;
@@ -22,9 +22,9 @@ fn tres_words(m: &BTreeMap<String, Option<u64>>) -> String {
     m.iter().map(|(n, v)| format!("{n}={}", or_clear(*v))).collect::<Vec<_>>().join(",")
 }
 
-/// Serde for `Option<Option<T>>`: absent = no change, `null` = clear, value = set.
+/// `Option<Option<T>>` as JSON: absent = no change, `null` = clear, value = set.
 mod double_option {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde::{Serialize, Serializer};
 
     pub fn serialize<S: Serializer, T: Serialize>(v: &Option<Option<T>>, s: S) -> Result<S::Ok, S::Error> {
         match v {
@@ -32,14 +32,10 @@ mod double_option {
             None => s.serialize_none(),
         }
     }
-
-    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-        Option::<T>::deserialize(d).map(Some)
-    }
 }
 
 /// Scalar association limits (cleared with `-1`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Scalar {
     GrpJobs,
     GrpSubmitJobs,
@@ -91,7 +87,7 @@ impl Scalar {
 }
 
 /// TRES association limits (merged per TRES; one entry cleared with `name=-1`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum TresLimit {
     GrpTres,
     GrpTresMins,
@@ -129,7 +125,9 @@ impl TresLimit {
 }
 
 /// A set of association changes: only what changes is present. `None` inside = clear (`-1`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Serialised only as the planner's batching key (`plan::build`: batches of equal sets, in the
+/// order of this JSON); the plan file writes its own type (`plan::file::schema`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct AssocSet {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "double_option")]
     pub fairshare: Option<Option<Fairshare>>,
@@ -247,19 +245,13 @@ impl AssocSet {
 }
 
 /// QoS object changes. `None` inside = clear.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QosSet {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flags: Option<std::collections::BTreeSet<String>>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub grp_tres_mins: BTreeMap<String, Option<u64>>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub grp_tres: BTreeMap<String, Option<u64>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "double_option")]
     pub grp_submit_jobs: Option<Option<u64>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "double_option")]
     pub max_wall: Option<Option<u64>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
 
@@ -351,8 +343,7 @@ impl QosSet {
 }
 
 /// Every write slurmplan can issue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "verb", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     AddQos {
         names: Vec<Name>,
@@ -401,9 +392,7 @@ pub enum Command {
         account: Name,
         partition: Option<Name>,
         set: AssocSet,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         more_accounts: Vec<Name>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         default_account: Option<Name>,
     },
     ModifyUser {
@@ -726,16 +715,6 @@ mod tests {
             c.argv().join(" "),
             "sacctmgr -i modify account where name=proj1 cluster=testcl set qos=paused defaultqos=paused"
         );
-    }
-
-    #[test]
-    fn clears_survive_json() {
-        let set = AssocSet { default_qos: Some(None), fairshare: Some(None), ..Default::default() };
-        let back: AssocSet = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
-        assert_eq!(back, set);
-        let q = QosSet { max_wall: Some(None), grp_submit_jobs: Some(Some(0)), ..Default::default() };
-        let back: QosSet = serde_json::from_str(&serde_json::to_string(&q).unwrap()).unwrap();
-        assert_eq!(back, q);
     }
 
     #[test]

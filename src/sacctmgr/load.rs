@@ -9,32 +9,28 @@
 //! ([`safe`]) is never written. Pure: no I/O; the planner decides when a load is used
 //! (`plan::onboard`).
 
-use serde::{Deserialize, Serialize};
-
 use super::command::{AssocSet, Command, Scalar, TresLimit};
 use crate::model::{AccountRecord, Fairshare, Name, NameKind, QosList};
 
 /// A new account: one `Account -` line under `Parent - 'parent'`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadAccount {
     pub name: Name,
     pub parent: Name,
     pub description: String,
     pub organization: String,
-    #[serde(default, skip_serializing_if = "AssocSet::is_empty")]
     pub set: AssocSet,
 }
 
 /// One association of a new user (no partition).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadRow {
     pub account: Name,
-    #[serde(default, skip_serializing_if = "AssocSet::is_empty")]
     pub set: AssocSet,
 }
 
 /// A new user: one `User -` line per row, each naming the same DefaultAccount (one of its rows).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadUser {
     pub name: Name,
     pub default_account: Name,

@@ -1081,7 +1081,7 @@ pub fn state_diff(real: &State, model: &State) -> String {
     let changes = slurmplan::diff::diff(model, real);
     let mut out = String::new();
     for c in &changes {
-        out.push_str(&format!("  model -> real: {}\n", serde_json::to_string(c).unwrap_or_default()));
+        out.push_str(&format!("  model -> real: {c:?}\n"));
     }
     for (cname, rc) in &real.clusters {
         if let Some(mc) = model.clusters.get(cname)
@@ -1118,6 +1118,7 @@ pub fn state_diff(real: &State, model: &State) -> String {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RecordedStep {
+    #[serde(with = "slurmplan::plan::file::schema::command_json")]
     pub command: Command,
     pub argv: Vec<String>,
     /// Real slurmdbd's verdict (apply's classification of its output).
