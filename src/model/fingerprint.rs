@@ -332,7 +332,99 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Name, NameKind};
+    use crate::model::state::{AccountGraph, AccountRecord, AssocData, ClusterState};
+    use crate::model::{Name, NameKind, QosList};
+
+    /// The scoped fingerprint's canonical bytes written the plain way, through serde_json for
+    /// every row: the value plan files carry must not move when the writer gets faster.
+    fn reference_scoped(state: &State, scope: &Scope) -> String {
+        let mut w = std::io::BufWriter::new(HashWriter(Sha256::new()));
+        let _ = writeln!(w, "scoped");
+        let accounts: BTreeSet<&Name> = scope.clusters.values().flat_map(|c| &c.accounts).collect();
+        for name in accounts {
+            let _ = write!(w, "R {}\n", serde_json::to_string(&(name, state.accounts.get(name))).unwrap());
+        }
+        for name in &scope.qos {
+            let _ = write!(w, "Q {}\n", serde_json::to_string(&(name, state.qos.get(name))).unwrap());
+        }
+        for (cname, sc) in &scope.clusters {
+            let _ = write!(w, "C {}", serde_json::to_string(cname).unwrap());
+            let Some(c) = state.clusters.get(cname) else {
+                let _ = writeln!(w, " absent");
+                continue;
+            };
+            let _ = writeln!(w);
+            for name in &sc.accounts {
+                let node = c.accounts.get(name.as_str()).map(|n| (c.accounts.parent(name.as_str()), &n.assoc));
+                let _ = write!(w, "A {}\n", serde_json::to_string(&(name, node)).unwrap());
+                for pair in c.users_of_account(name) {
+                    let _ = write!(w, "M {}\n", serde_json::to_string(&pair).unwrap());
+                }
+            }
+            if sc.users.is_empty() {
+                continue;
+            }
+            for pair in c.users.iter().filter(|(k, _)| sc.users.contains(&k.user)) {
+                let _ = write!(w, "U {}\n", serde_json::to_string(&pair).unwrap());
+            }
+            for user in &sc.users {
+                let _ = write!(w, "D {}\n", serde_json::to_string(&(user, c.defaults.get(user))).unwrap());
+            }
+        }
+        finish(w)
+    }
+
+    #[test]
+    fn scoped_fingerprint_writes_the_bytes_serde_json_writes() {
+        let n = |s: &str| Name::from_sacctmgr(s, NameKind::User).unwrap();
+        let limited: Assoc = AssocData {
+            qos: QosList::Set([n("normal"), n("q\"x")].into()),
+            default_qos: Some(n("normal")),
+            ..Default::default()
+        }
+        .into();
+        let mut current = State::default();
+        let accounts = AccountGraph::build([
+            (n("root"), None, Assoc::default()),
+            (n("phys"), Some(n("root")), limited.clone()),
+            (n("tab\there"), Some(n("phys")), Assoc::default()),
+            (n("other"), Some(n("root")), Assoc::default()),
+        ])
+        .unwrap();
+        let mut c = ClusterState { accounts, ..Default::default() };
+        for (acct, user, part, assoc) in [
+            ("phys", "alice", None, Assoc::default()),
+            ("phys", "bob", Some("gpu"), limited.clone()),
+            ("phys", "bob", None, Assoc::default()),
+            ("tab\there", "a\\b", None, Assoc::default()),
+            ("tab\there", "carol", None, limited.clone()),
+            ("other", "alice", None, Assoc::default()),
+            ("other", "dave", None, Assoc::default()),
+        ] {
+            c.users.insert(UserKey { account: n(acct), user: n(user), partition: part.map(n) }, assoc);
+        }
+        c.defaults.insert(n("alice"), n("phys"));
+        c.defaults.insert(n("a\\b"), n("tab\there"));
+        c.defaults.insert(n("dave"), n("other"));
+        current.clusters.insert(n("big"), c);
+        current
+            .accounts
+            .insert(n("phys"), AccountRecord { description: Some("say \"hi\"".into()), ..Default::default() });
+        current.accounts.insert(n("tab\there"), AccountRecord::default());
+        current.qos.insert(n("normal"), Default::default());
+        let mut desired = current.clone();
+        let d = desired.clusters.get_mut("big").unwrap();
+        d.users.insert(UserKey { account: n("phys"), user: n("erin"), partition: None }, Assoc::default());
+        d.accounts.insert(n("newacct"), "phys", Assoc::default()).unwrap();
+        let managed: BTreeMap<Name, BTreeSet<Name>> =
+            [(n("big"), [n("phys"), n("tab\there"), n("newacct")].into()), (n("gone"), [n("x")].into())].into();
+        let scope = Scope::of(&current, &desired, &managed);
+        assert!(scope.clusters["big"].users.contains("erin") && scope.qos.contains("q\"x"));
+        assert!(!scope.clusters["big"].users.contains("dave"));
+        for state in [&current, &desired, &State::default()] {
+            assert_eq!(scoped_fingerprint(state, &scope), reference_scoped(state, &scope));
+        }
+    }
 
     #[test]
     fn user_keys_are_written_as_serde_json_writes_them() {

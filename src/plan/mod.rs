@@ -224,11 +224,7 @@ pub fn diff_states(current: &State, desired: &State, covers: Covers) -> Diffed {
             Covers::Whole => Covered::Whole(fingerprint(current)),
             Covers::Managed(managed) => Covered::Scope(Scope::of(current, desired, managed)),
         };
-        Diffed {
-            sim,
-            covered,
-            changes: changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-        }
+        Diffed { sim, covered, changes: changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) }
     })
 }
 
