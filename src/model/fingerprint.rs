@@ -342,10 +342,10 @@ mod tests {
         let _ = writeln!(w, "scoped");
         let accounts: BTreeSet<&Name> = scope.clusters.values().flat_map(|c| &c.accounts).collect();
         for name in accounts {
-            let _ = write!(w, "R {}\n", serde_json::to_string(&(name, state.accounts.get(name))).unwrap());
+            let _ = writeln!(w, "R {}", serde_json::to_string(&(name, state.accounts.get(name))).unwrap());
         }
         for name in &scope.qos {
-            let _ = write!(w, "Q {}\n", serde_json::to_string(&(name, state.qos.get(name))).unwrap());
+            let _ = writeln!(w, "Q {}", serde_json::to_string(&(name, state.qos.get(name))).unwrap());
         }
         for (cname, sc) in &scope.clusters {
             let _ = write!(w, "C {}", serde_json::to_string(cname).unwrap());
@@ -356,19 +356,19 @@ mod tests {
             let _ = writeln!(w);
             for name in &sc.accounts {
                 let node = c.accounts.get(name.as_str()).map(|n| (c.accounts.parent(name.as_str()), &n.assoc));
-                let _ = write!(w, "A {}\n", serde_json::to_string(&(name, node)).unwrap());
+                let _ = writeln!(w, "A {}", serde_json::to_string(&(name, node)).unwrap());
                 for pair in c.users_of_account(name) {
-                    let _ = write!(w, "M {}\n", serde_json::to_string(&pair).unwrap());
+                    let _ = writeln!(w, "M {}", serde_json::to_string(&pair).unwrap());
                 }
             }
             if sc.users.is_empty() {
                 continue;
             }
             for pair in c.users.iter().filter(|(k, _)| sc.users.contains(&k.user)) {
-                let _ = write!(w, "U {}\n", serde_json::to_string(&pair).unwrap());
+                let _ = writeln!(w, "U {}", serde_json::to_string(&pair).unwrap());
             }
             for user in &sc.users {
-                let _ = write!(w, "D {}\n", serde_json::to_string(&(user, c.defaults.get(user))).unwrap());
+                let _ = writeln!(w, "D {}", serde_json::to_string(&(user, c.defaults.get(user))).unwrap());
             }
         }
         finish(w)
