@@ -194,40 +194,50 @@ pub enum Covers<'a> {
 /// time the phases call the halves one after the other).
 pub struct Diffed {
     sim: RuleModel,
-    current_fingerprint: String,
-    scope: Option<Scope>,
+    covered: Covered,
     changes: Vec<Change>,
 }
 
+/// The whole state's fingerprint, or the scope whose fingerprint [`order`] takes.
+enum Covered {
+    Whole(String),
+    Scope(Scope),
+}
+
 /// The diff of the two states, made on a second core while this one copies `current` for
-/// the planner and takes the one fingerprint `covers` asks for (the diff takes about as long
-/// as the other two). The copy is made on this thread, which goes on to change and free it: a
-/// copy made on the other thread is slower to change and free (its memory is another
-/// thread's, and every change and free of it goes through the allocator's slow path).
+/// the planner and takes what `covers` asks for: the whole state's fingerprint, or the scope
+/// (whose fingerprint [`order`] takes on the second core while this one orders). The copy is
+/// made on this thread, which goes on to change and free it: a copy made on the other thread
+/// is slower to change and free (its memory is another thread's, and every change and free
+/// of it goes through the allocator's slow path).
 pub fn diff_states(current: &State, desired: &State, covers: Covers) -> Diffed {
     std::thread::scope(|s| {
         let changes = s.spawn(|| diff::diff(current, desired));
         let sim = RuleModel::new(current.clone());
-        let (current_fingerprint, scope) = match covers {
-            Covers::Whole => (fingerprint(current), None),
-            Covers::Managed(managed) => {
-                let scope = Scope::of(current, desired, managed);
-                (scoped_fingerprint(current, &scope), Some(scope))
-            }
+        let covered = match covers {
+            Covers::Whole => Covered::Whole(fingerprint(current)),
+            Covers::Managed(managed) => Covered::Scope(Scope::of(current, desired, managed)),
         };
-        Diffed {
-            sim,
-            current_fingerprint,
-            scope,
-            changes: changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-        }
+        Diffed { sim, covered, changes: changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) }
     })
 }
 
 /// The second half of [`make_plan`]: the ordered steps, lints and summary of a diff.
 pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
-    let Diffed { mut sim, current_fingerprint, scope, changes } = diffed;
-    let (steps, mut lints) = build::build_steps_and_lints(&mut sim, desired, &changes)?;
+    let Diffed { mut sim, covered, changes } = diffed;
+    let (built, current_fingerprint, scope) = match covered {
+        Covered::Whole(whole) => (build::build_steps_and_lints(&mut sim, desired, &changes), whole, None),
+        Covered::Scope(scope) => {
+            // The scoped fingerprint on the second core while this one orders the steps.
+            let (built, scoped) = std::thread::scope(|s| {
+                let scoped = s.spawn(|| scoped_fingerprint(current, &scope));
+                let built = build::build_steps_and_lints(&mut sim, desired, &changes);
+                (built, scoped.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            });
+            (built, scoped, Some(scope))
+        }
+    };
+    let (steps, mut lints) = built?;
     let changes = std::thread::scope(|s| {
         // The planner's model (a copy of the whole state) is freed on the second core while
         // this one lints and summarises.
