@@ -1,6 +1,8 @@
 //! The operations commands end to end: `drift` (exit codes, four formats, Prometheus text-format
 //! rules), `doctor` (each finding on snapshots in real-output shapes, the repair plan replayed
 //! on the rule model) and `export` (export -> plan is empty; a property test on random states).
+//! Offline (snapshots and the rules model): must not stand in for the real-slurmdbd tests of
+//! tests/e2e_real.rs, and must not touch a real sacctmgr.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

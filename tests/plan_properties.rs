@@ -8,6 +8,9 @@
 //!
 //! A failing pair is printed in the compact text form of [`describe`]; [`parse_spec`] reads it
 //! back, so a shrunk failure can be pasted into a regular regression test.
+//!
+//! The model is the oracle here, so these tests say nothing about real Slurm (the differential
+//! test, tests/differential_real.rs, checks the model against it); they must not run sacctmgr.
 
 use std::collections::{BTreeMap, BTreeSet};
 
