@@ -1,8 +1,13 @@
 //! `slurmplan apply` under faults, against the fake sacctmgr (`slurmplan-fake-sacctmgr`, a test
-//! tool) seeded with `examples/site-a/state`. No real Slurm needed.
+//! tool) seeded with `examples/site-a/state`. No real Slurm needed. Must not claim anything
+//! about real Slurm: these tests are about how apply reacts to faults the fake injects.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use common::cli::{Run, run, sh_script, slurmplan_cmd};
 
 use slurmplan::rules::RuleModel;
 use slurmplan::sacctmgr::command::Command as SCommand;
@@ -18,13 +23,6 @@ const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/state")
 
 struct Site {
     dir: tempfile::TempDir,
-}
-
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
 }
 
 impl Site {
@@ -48,22 +46,15 @@ impl Site {
         self.dir.path().join(name)
     }
     fn slurmplan(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_slurmplan"));
-        c.args(args)
-            .args(["--color", "never"])
+        let mut c = slurmplan_cmd(args);
+        c.args(["--color", "never"])
             .env("SLURMPLAN_SACCTMGR", FAKE)
             .env("SLURMPLAN_LOCK_DIR", self.locks())
-            .env("FAKE_SACCTMGR_DIR", self.state())
-            .stdin(Stdio::null());
+            .env("FAKE_SACCTMGR_DIR", self.state());
         for (k, v) in env {
             c.env(k, v);
         }
-        let o = c.output().unwrap();
-        Run {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
+        run(&mut c)
     }
     /// Write calls the fake received.
     fn calls(&self) -> u64 {
@@ -524,18 +515,13 @@ fn sacctmgr_path_comes_from_the_agent_config() {
 /// A sacctmgr that holds write call `at` until the file `go` appears beside the fake's state
 /// (after saying so with the file `running`), then runs the fake.
 fn gated_sacctmgr(site: &Site, at: usize) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = site.path("gated-sacctmgr");
     let d = site.dir.path().display();
-    std::fs::write(
-        &p,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = -i ]; then\n  n=$(cat {d}/writes 2>/dev/null || echo 0); n=$((n+1)); echo $n > {d}/writes\n  if [ $n = {at} ]; then\n    touch {d}/running\n    i=0; while [ ! -e {d}/go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n  fi\nfi\nexec {FAKE} \"$@\"\n"
+    sh_script(
+        &site.path("gated-sacctmgr"),
+        &format!(
+            "if [ \"$1\" = -i ]; then\n  n=$(cat {d}/writes 2>/dev/null || echo 0); n=$((n+1)); echo $n > {d}/writes\n  if [ $n = {at} ]; then\n    touch {d}/running\n    i=0; while [ ! -e {d}/go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n  fi\nfi\nexec {FAKE} \"$@\""
         ),
     )
-    .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p
 }
 
 fn wait_for(path: &Path) {

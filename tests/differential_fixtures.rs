@@ -2,7 +2,8 @@
 //! under tests/data/differential/ from a real slurmdbd run is replayed against the model. The
 //! model must give each recorded command the verdict and the state real slurmdbd gave, and a
 //! plan made now from the recorded state and desired file must be valid on the model and
-//! converge. No test bed needed.
+//! converge. No test bed needed. Must not edit or drop a fixture to make it pass: a fixture is
+//! what real slurmdbd did, and the model must match it.
 
 mod differential;
 

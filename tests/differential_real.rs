@@ -18,13 +18,18 @@
 //! Knobs: SLURMPLAN_DIFF_CASES (default 10), SLURMPLAN_DIFF_SEED (first seed; default from the
 //! clock, printed), SLURMPLAN_DIFF_SHRINK (re-runs a shrink may take, default 40),
 //! SLURMPLAN_DIFF_SAVE (where fixtures go; default tests/data/differential).
+//!
+//! Must not take the model's word for anything: every comparison is against what real
+//! slurmdbd reads back; the model is what is under test.
 
+mod common;
 mod differential;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::testbed::{sacctmgr_path, testbed};
 use differential::{Case, RecordedStep, after_dir, gen_case, new_violations, state_diff, violations};
 use slurmplan::apply::outcome::{Outcome, classify};
 use slurmplan::model::State;
@@ -71,17 +76,10 @@ impl Bed {
 }
 
 fn bed() -> Option<Bed> {
-    match std::env::var("SLURMPLAN_TESTBED") {
-        Ok(v) if !v.is_empty() => {}
-        _ => {
-            eprintln!(
-                "skipped: SLURMPLAN_TESTBED is not set (run `.ci/run`, or `. DIR/env` after `scripts/slurm-testbed up DIR`)"
-            );
-            return None;
-        }
+    if !testbed() {
+        return None;
     }
-    let program = std::env::var("SLURMPLAN_SACCTMGR").unwrap_or_else(|_| "sacctmgr".into());
-    let runner = ProcessRunner::new(PathBuf::from(program), Vec::new(), Duration::from_secs(60));
+    let runner = ProcessRunner::new(PathBuf::from(sacctmgr_path()), Vec::new(), Duration::from_secs(60));
     let version = live::version(&runner)
         .unwrap_or_else(|e| panic!("SLURMPLAN_TESTBED is set but sacctmgr does not answer: {e}"))
         .expect("a Slurm version from sacctmgr -V");

@@ -3,60 +3,15 @@
 //! each test says it is skipped; set -> the test bed MUST answer, or the tests fail.
 //!
 //! Each test works on its own cluster (registered by the test) and its own QoS names, so the
-//! tests do not see each other's objects; run them with `--test-threads=1`.
+//! tests do not see each other's objects; run them with `--test-threads=1`. Must not check
+//! against the fake sacctmgr or the rules model: what slurmdbd reads back is the oracle.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn testbed() -> Option<String> {
-    match std::env::var("SLURMPLAN_TESTBED") {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            eprintln!(
-                "skipped: SLURMPLAN_TESTBED is not set (run `.ci/run`, or `eval \"$(scripts/slurm-testbed up DIR)\"`)"
-            );
-            None
-        }
-    }
-}
+use std::path::PathBuf;
 
-fn sacctmgr_path() -> String {
-    std::env::var("SLURMPLAN_SACCTMGR").unwrap_or_else(|_| "sacctmgr".into())
-}
-
-/// Run real sacctmgr (argv, never a shell; always with a timeout).
-fn sacctmgr(args: &[&str]) -> Output {
-    Command::new("timeout")
-        .arg("60")
-        .arg(sacctmgr_path())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run sacctmgr")
-}
-
-fn seed(args: &[&str]) {
-    let mut v = vec!["-i"];
-    v.extend_from_slice(args);
-    let o = sacctmgr(&v);
-    assert!(
-        o.status.success(),
-        "seed `sacctmgr {}` failed: {}{}",
-        v.join(" "),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-fn show(args: &[&str]) -> Vec<String> {
-    let mut v = vec!["-n", "-P"];
-    v.extend_from_slice(args);
-    let o = sacctmgr(&v);
-    assert!(o.status.success(), "show failed: {}", String::from_utf8_lossy(&o.stderr));
-    let mut rows: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect();
-    rows.sort();
-    rows
-}
+use common::cli::{Run, s as dir_str};
+use common::testbed::{new_cluster, sacctmgr, seed, show, slurmplan, testbed};
 
 /// Association rows of one cluster: `account|user|partition|parent|qos|defqos|grpsubmit|grptresmins`.
 fn assocs(cluster: &str) -> Vec<String> {
@@ -74,27 +29,6 @@ fn defaults(cluster: &str) -> Vec<String> {
     show(&["show", "assoc", "onlydefaults", &format!("cluster={cluster}"), "format=User,Account"])
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn slurmplan(args: &[&str]) -> Run {
-    let o = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
-        .args(args)
-        .env("SLURMPLAN_SACCTMGR", sacctmgr_path())
-        .env("SLURMPLAN_LOCK_DIR", std::env::temp_dir())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run slurmplan");
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
 struct Site {
     dir: tempfile::TempDir,
     cluster: String,
@@ -103,16 +37,7 @@ struct Site {
 impl Site {
     /// A fresh cluster on the test bed, named after the test.
     fn new(name: &str) -> Site {
-        let cluster = format!("e2e{}{}", name, std::process::id() % 10000);
-        // fail (not skip) when the test bed does not answer
-        let o = sacctmgr(&["-n", "-P", "show", "cluster", "format=Cluster"]);
-        assert!(
-            o.status.success(),
-            "SLURMPLAN_TESTBED is set but sacctmgr does not answer: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        seed(&["add", "cluster", &cluster]);
-        Site { dir: tempfile::tempdir().unwrap(), cluster }
+        Site { dir: tempfile::tempdir().unwrap(), cluster: new_cluster(name) }
     }
 
     fn desired(&self, yaml: &str) -> PathBuf {
@@ -136,10 +61,6 @@ impl Site {
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
-}
-
-fn dir_str(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 const QOS: &str = "  normal: {}\n  e2e_paused: {}\n  e2e_down: {}\n";
@@ -181,7 +102,7 @@ qos:
 /// that must be left alone, and `dump` + plan giving the same plan as live.
 #[test]
 fn lifecycle_of_a_waldur_like_tree() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("life");
@@ -254,7 +175,7 @@ fn lifecycle_of_a_waldur_like_tree() {
 /// checked after EVERY step; bulk user adds/removes are batched; upper-case names converge.
 #[test]
 fn default_accounts_never_dangle_and_users_are_batched() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("dflt");
@@ -330,7 +251,7 @@ fn default_accounts_never_dangle_and_users_are_batched() {
 /// default the users want (not the first account), so no DefaultAccount move follows.
 #[test]
 fn small_team_joins_two_allocations_in_one_add() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("team");
@@ -373,7 +294,7 @@ fn small_team_joins_two_allocations_in_one_add() {
 /// A second cluster on the same slurmdbd is planned independently; a stale plan is refused.
 #[test]
 fn second_cluster_and_stale_plan() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let a = Site::new("two");
@@ -399,7 +320,7 @@ fn second_cluster_and_stale_plan() {
 /// Waldur exports + the site-agent config -> desired -> apply on real slurmdbd -> plan is empty.
 #[test]
 fn waldur_build_apply_converges() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("wald");
@@ -465,7 +386,7 @@ fn doctor_findings(cluster: &str) -> (i32, Vec<(String, String)>) {
 /// and `doctor` then finds nothing on that cluster.
 #[test]
 fn doctor_repairs_a_dangling_default_account() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("doc");
@@ -518,7 +439,7 @@ fn doctor_repairs_a_dangling_default_account() {
 /// desired file whose plan is empty.
 #[test]
 fn export_of_a_real_state_plans_empty() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("exp");
@@ -572,7 +493,7 @@ fn export_of_a_real_state_plans_empty() {
 /// dumps, exports and passes doctor.
 #[test]
 fn default_account_with_partition_rows_reads_and_converges() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("prow");
@@ -611,7 +532,7 @@ fn default_account_with_partition_rows_reads_and_converges() {
 /// commands would introduce.
 #[test]
 fn an_existing_default_qos_violation_does_not_block_other_changes() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("dqv");
@@ -649,7 +570,7 @@ fn an_existing_default_qos_violation_does_not_block_other_changes() {
 /// it, so its Flags and GrpTRES stay; an attribute the file gives is managed alone.
 #[test]
 fn a_declared_qos_keeps_the_attributes_the_file_does_not_give() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("qosk");
@@ -713,7 +634,7 @@ fn step_through(site: &Site, yaml: &str, mut check: impl FnMut(&[String])) -> us
 /// account that has users already has its GrpTRESMins; creations stay one `add account`.
 #[test]
 fn new_accounts_have_their_limits_before_any_user() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("lim");
@@ -741,7 +662,7 @@ fn new_accounts_have_their_limits_before_any_user() {
 /// that cluster.
 #[test]
 fn doctor_repairs_default_qos_outside_the_list() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("docq");
@@ -803,7 +724,7 @@ fn doctor_repairs_default_qos_outside_the_list() {
 /// written.
 #[test]
 fn odd_names_round_trip() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let s = Site::new("names");
@@ -840,7 +761,7 @@ fn odd_names_round_trip() {
 /// leave it valid (apply converges); a user added under a managed account makes it stale.
 #[test]
 fn saved_plan_survives_unrelated_writes_only() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let s = Site::new("scope");
@@ -887,7 +808,7 @@ fn saved_plan_survives_unrelated_writes_only() {
 /// tia moves to `dr_hb` and leaves both `dr_ha` rows in one command.
 #[test]
 fn users_with_partition_rows_under_their_default_leave_cleanly() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("drow");
@@ -934,7 +855,7 @@ fn users_with_partition_rows_under_their_default_leave_cleanly() {
 /// apply's verify compares the model's per-row marks with a re-read.
 #[test]
 fn a_marked_default_row_goes_while_the_user_stays() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("mrow");
@@ -963,7 +884,7 @@ fn a_marked_default_row_goes_while_the_user_stays() {
 /// through once it is gone.
 #[test]
 fn removing_a_user_with_underscore_leaves_lookalikes() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let s = Site::new("like");
@@ -1003,7 +924,7 @@ fn removing_a_user_with_underscore_leaves_lookalikes() {
 /// add; `ub` (its desired default has a row already) gets it before the add.
 #[test]
 fn an_add_for_a_user_without_default_account_sets_it_first() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("dang");
@@ -1065,7 +986,7 @@ fn an_add_for_a_user_without_default_account_sets_it_first() {
 /// plan shows the file; the re-read equals the desired state and a second plan is empty.
 #[test]
 fn new_site_is_onboarded_with_sacctmgr_load() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let site = Site::new("load");

@@ -4,82 +4,30 @@
 //!
 //! The ssh stand-in builds the remote command exactly as OpenSSH does: options, the host, then
 //! the remaining words joined with single spaces and handed to the login shell (`sh -c`), here
-//! on the local machine.
+//! on the local machine. Must not weaken what a transport is checked on: the remote command
+//! line is logged and slurmdbd's own read-back is the oracle, not slurmplan's report.
 
-use std::os::unix::fs::PermissionsExt;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn testbed() -> Option<String> {
-    match std::env::var("SLURMPLAN_TESTBED") {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            eprintln!("skipped: SLURMPLAN_TESTBED is not set (`eval \"$(scripts/slurm-testbed up DIR)\"`)");
-            None
-        }
-    }
-}
+use common::cli::{Run, run, sh_script};
+use common::testbed::{new_cluster, show, slurmplan_on_bed, testbed};
 
-fn sacctmgr_path() -> String {
-    std::env::var("SLURMPLAN_SACCTMGR").unwrap_or_else(|_| "sacctmgr".into())
-}
-
-fn sacctmgr(args: &[&str]) -> Output {
-    Command::new("timeout").arg("60").arg(sacctmgr_path()).args(args).stdin(Stdio::null()).output().expect("sacctmgr")
-}
-
-fn seed(args: &[&str]) {
-    let mut v = vec!["-i"];
-    v.extend_from_slice(args);
-    let o = sacctmgr(&v);
-    assert!(
-        o.status.success(),
-        "seed {v:?}: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-fn show(args: &[&str]) -> Vec<String> {
-    let mut v = vec!["-n", "-P"];
-    v.extend_from_slice(args);
-    let o = sacctmgr(&v);
-    assert!(o.status.success(), "show failed: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect()
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// slurmplan against the bed, run in `dir` with its locks there, transports only as `env` says.
 fn slurmplan_in(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Run {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_slurmplan"));
-    c.args(args)
-        .current_dir(dir)
-        .env("SLURMPLAN_SACCTMGR", sacctmgr_path())
+    let mut c = slurmplan_on_bed(args);
+    c.current_dir(dir)
         .env("SLURMPLAN_LOCK_DIR", dir)
         .env_remove("SLURMPLAN_SSH")
         .env_remove("SLURMPLAN_EXEC_PREFIX")
-        .env_remove("SLURMPLAN_PLAN_KEY_FILE")
-        .stdin(Stdio::null());
+        .env_remove("SLURMPLAN_PLAN_KEY_FILE");
     for (k, v) in env {
         c.env(k, v);
     }
-    let o = c.output().expect("run slurmplan");
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn script(path: &Path, body: &str) -> PathBuf {
-    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.to_path_buf()
+    run(&mut c)
 }
 
 /// A directory holding an `ssh` that behaves like OpenSSH's client towards the remote shell,
@@ -87,7 +35,7 @@ fn script(path: &Path, body: &str) -> PathBuf {
 fn ssh_stand_in(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    script(
+    sh_script(
         &bin.join("ssh"),
         &format!(
             r#"while [ $# -gt 0 ]; do
@@ -112,23 +60,15 @@ fn path_with(bin: &Path) -> String {
     format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
 }
 
-fn register_cluster(name: &str) -> String {
-    let cluster = format!("{name}{}", std::process::id() % 10000);
-    let o = sacctmgr(&["-n", "-P", "show", "cluster", "format=Cluster"]);
-    assert!(o.status.success(), "SLURMPLAN_TESTBED is set but sacctmgr does not answer");
-    seed(&["add", "cluster", &cluster]);
-    cluster
-}
-
 /// Descriptions holding `;`, `$( )`, backquote-free command substitutions, redirections, globs
 /// and spaces reach slurmdbd byte for byte over `--ssh`; quotes and newlines are refused before
 /// anything runs; `--exec-prefix "ssh ..."` is refused as a usage error.
 #[test]
 fn ssh_transport_delivers_free_text_verbatim() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
-    let cluster = register_cluster("e2essh");
+    let cluster = new_cluster("ssh");
     let dir = tempfile::tempdir().unwrap();
     let bin = ssh_stand_in(dir.path());
     let nasty = "genome assembly 2026;touch pwned1 $(touch pwned2) & touch pwned3 >pwned4 * ~ #x";
@@ -188,7 +128,8 @@ fn ssh_transport_delivers_free_text_verbatim() {
 fn timeout_holds_for_a_wrapper_with_a_long_child() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("child.pid");
-    let wrapper = script(&dir.path().join("sacctmgr"), &format!("sleep 120 &\necho $! > {}\nwait", pidfile.display()));
+    let wrapper =
+        sh_script(&dir.path().join("sacctmgr"), &format!("sleep 120 &\necho $! > {}\nwait", pidfile.display()));
     let t0 = Instant::now();
     let r = slurmplan_in(
         dir.path(),
@@ -328,7 +269,7 @@ fn snapshots_are_checked_against_their_manifest() {
 /// `dump` against the real bed records each file's size and SHA-256.
 #[test]
 fn dump_records_sizes_and_checksums() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -360,11 +301,11 @@ fn help_texts_match_the_transports() {
 /// the file) and through `--exec-prefix`, and the result converges.
 #[test]
 fn load_steps_reach_sacctmgr_over_ssh_and_exec_prefix() {
-    if testbed().is_none() {
+    if !testbed() {
         return;
     }
     for (i, how) in ["ssh", "prefix"].into_iter().enumerate() {
-        let cluster = register_cluster(&format!("e2eld{i}"));
+        let cluster = new_cluster(&format!("ld{i}"));
         let dir = tempfile::tempdir().unwrap();
         let bin = ssh_stand_in(dir.path());
         let tag = format!("ld{i}x{}", std::process::id() % 10000);

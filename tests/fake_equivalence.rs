@@ -2,44 +2,25 @@
 //! commands, on the same names, must give byte-identical stdout, stderr and exit codes.
 //! Gated by `SLURMPLAN_TESTBED` like `e2e_real.rs` (unset -> skipped; set -> the test bed must
 //! answer). The real sacctmgr is `SLURMPLAN_SACCTMGR`. The test uses its own cluster, QoS and
-//! user names, so it does not disturb other tests.
+//! user names, so it does not disturb other tests. Must not compare the fake with itself or
+//! with the rules model: every command runs on both, and only real output is the reference.
+
+mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-fn testbed() -> bool {
-    match std::env::var("SLURMPLAN_TESTBED") {
-        Ok(v) if !v.is_empty() => true,
-        _ => {
-            eprintln!("skipped: SLURMPLAN_TESTBED is not set");
-            false
-        }
-    }
-}
+use common::cli::{Run, run, slurmplan_cmd};
+use common::testbed::{sacctmgr_path, testbed};
 
-fn real_sacctmgr() -> String {
-    std::env::var("SLURMPLAN_SACCTMGR").unwrap_or_else(|_| "sacctmgr".into())
-}
-
-#[derive(Debug, PartialEq, Eq)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(program: &str, args: &[String], fake_dir: Option<&Path>) -> Run {
+/// Run a sacctmgr (real or fake) with `args` as given, under `timeout 60`.
+fn sacctmgr_run(program: &str, args: &[String], fake_dir: Option<&Path>) -> Run {
     let mut c = Command::new("timeout");
-    c.arg("60").arg(program).args(args).stdin(Stdio::null());
+    c.arg("60").arg(program).args(args);
     if let Some(d) = fake_dir {
         c.env("FAKE_SACCTMGR_DIR", d);
     }
-    let o = c.output().expect("run sacctmgr");
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    run(&mut c)
 }
 
 fn words(s: &str) -> Vec<String> {
@@ -55,7 +36,7 @@ fn fake_answers_like_real_22_05() {
     if !testbed() {
         return;
     }
-    let real = real_sacctmgr();
+    let real = sacctmgr_path();
     let fake = env!("CARGO_BIN_EXE_slurmplan-fake-sacctmgr");
     let id = std::process::id() % 100000;
     let c = format!("fakeeq{id}");
@@ -63,22 +44,17 @@ fn fake_answers_like_real_22_05() {
     let (ua, ub) = (format!("feua{id}"), format!("feub{id}"));
     let (uc, ud) = (format!("feuc{id}"), format!("feud{id}"));
 
-    let v = run(&real, &words("-V"), None);
+    let v = sacctmgr_run(&real, &words("-V"), None);
     assert_eq!(v.code, 0, "SLURMPLAN_TESTBED is set but sacctmgr does not answer: {}", v.stderr);
-    assert_eq!(run(fake, &words("-V"), Some(Path::new("/nonexistent"))).stdout, v.stdout);
-    let setup = run(&real, &words(&format!("-i add cluster {c}")), None);
+    assert_eq!(sacctmgr_run(fake, &words("-V"), Some(Path::new("/nonexistent"))).stdout, v.stdout);
+    let setup = sacctmgr_run(&real, &words(&format!("-i add cluster {c}")), None);
     assert_eq!(setup.code, 0, "{setup:?}");
 
     // seed the fake from a dump of the real one
     let dir = tempfile::tempdir().unwrap();
     let snap = dir.path().join("state");
-    let d = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
-        .args(["dump", "-o", snap.to_str().unwrap()])
-        .env("SLURMPLAN_SACCTMGR", &real)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    let d = run(slurmplan_cmd(&["dump", "-o", snap.to_str().unwrap()]).env("SLURMPLAN_SACCTMGR", &real));
+    assert!(d.code == 0, "{}", d.stderr);
 
     let scenario = [
         format!("-i add qos {qa},{qb}"),
@@ -113,21 +89,16 @@ fn fake_answers_like_real_22_05() {
     let mut mismatches = Vec::new();
     for cmd in &scenario {
         let args = words(cmd);
-        let r = run(&real, &args, None);
-        let f = run(fake, &args, Some(&snap));
+        let r = sacctmgr_run(&real, &args, None);
+        let f = sacctmgr_run(fake, &args, Some(&snap));
         if r != f {
             mismatches.push(format!("`sacctmgr {cmd}`\n  real: {r:?}\n  fake: {f:?}"));
         }
     }
     // the states agree afterwards too
     let snap2 = dir.path().join("after");
-    let d = Command::new(env!("CARGO_BIN_EXE_slurmplan"))
-        .args(["dump", "-o", snap2.to_str().unwrap()])
-        .env("SLURMPLAN_SACCTMGR", &real)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    let d = run(slurmplan_cmd(&["dump", "-o", snap2.to_str().unwrap()]).env("SLURMPLAN_SACCTMGR", &real));
+    assert!(d.code == 0, "{}", d.stderr);
     let real_state = slurmplan::sacctmgr::snapshot::load(&snap2).unwrap();
     let fake_state = slurmplan::sacctmgr::snapshot::load(&snap).unwrap();
     let cl = |s: &slurmplan::model::State| s.clusters.iter().find(|(k, _)| k.as_str() == c).map(|(_, v)| v.clone());

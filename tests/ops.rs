@@ -1,6 +1,8 @@
 //! The operations commands end to end: `drift` (exit codes, four formats, Prometheus text-format
 //! rules), `doctor` (each finding on snapshots in real-output shapes, the repair plan replayed
 //! on the rule model) and `export` (export -> plan is empty; a property test on random states).
+//! Offline (snapshots and the rules model): must not stand in for the real-slurmdbd tests of
+//! tests/e2e_real.rs, and must not touch a real sacctmgr.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -15,6 +17,7 @@ use slurmplan::sacctmgr::reads;
 use slurmplan::sacctmgr::snapshot;
 
 mod common;
+use common::choices::Ch;
 use common::*;
 
 fn site_a() -> (PathBuf, PathBuf) {
@@ -570,29 +573,6 @@ fn export_warns_about_what_the_desired_format_cannot_hold() {
 
 // ---- property: random states -> export -> load -> resolve -> diff is empty -------------------
 
-struct Ch<'a> {
-    data: &'a [u8],
-    i: usize,
-}
-
-impl Ch<'_> {
-    fn byte(&mut self) -> u8 {
-        let b = self.data.get(self.i).copied().unwrap_or(0);
-        self.i += 1;
-        b
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n <= 1 { 0 } else { self.byte() as usize % n }
-    }
-    fn chance(&mut self, pct: u32) -> bool {
-        let b = self.byte() as u32;
-        b != 0 && b * 100 <= pct * 255
-    }
-    fn pick<'b>(&mut self, v: &[&'b str]) -> &'b str {
-        v[self.below(v.len())]
-    }
-}
-
 const ACCOUNTS: [&str; 9] = ["a1", "a2", "p_x", "p_y", "1234", "true", "null", "x.y", "a-b"];
 const USERS: [&str; 5] = ["u1", "u2", "Bob", "yes", "007"];
 const QOS: [&str; 4] = ["normal", "hi", "lo", "no"];
@@ -659,7 +639,7 @@ fn gen_state(data: &[u8]) -> State {
         defaults.push(format!("{c}|root|root"));
         let mut tree: Vec<&str> = vec!["root"];
         for _ in 0..ch.below(7) {
-            let a = ch.pick(&ACCOUNTS);
+            let a = ch.one(&ACCOUNTS);
             if tree.contains(&a) {
                 continue;
             }
@@ -670,7 +650,7 @@ fn gen_state(data: &[u8]) -> State {
         }
         let mut user_accts: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for _ in 0..ch.below(8) {
-            let u = ch.pick(&USERS);
+            let u = ch.one(&USERS);
             let a = tree[ch.below(tree.len())];
             let part = if ch.chance(20) { "gpu" } else { "" };
             let key = format!("{c}|{a}|{u}|{part}|");
@@ -688,8 +668,8 @@ fn gen_state(data: &[u8]) -> State {
     if ch.chance(30) {
         used.insert("orphan");
     }
-    let descr: Vec<String> = used.iter().map(|a| format!("{a}|{}", ch.pick(&TEXTS))).collect();
-    let org: Vec<String> = used.iter().map(|a| format!("{a}|{}", ch.pick(&TEXTS))).collect();
+    let descr: Vec<String> = used.iter().map(|a| format!("{a}|{}", ch.one(&TEXTS))).collect();
+    let org: Vec<String> = used.iter().map(|a| format!("{a}|{}", ch.one(&TEXTS))).collect();
     let qos: Vec<String> = QOS
         .iter()
         .map(|q| {
@@ -697,7 +677,7 @@ fn gen_state(data: &[u8]) -> State {
             let gtm = if ch.chance(30) { "cpu=100,mem=2G" } else { "" };
             let gsj = if ch.chance(30) { "0" } else { "" };
             let mw = if ch.chance(30) { "1-00:00:00" } else { "" };
-            format!("{q}|{flags}|{gtm}||{gsj}|{mw}|{}", ch.pick(&TEXTS))
+            format!("{q}|{flags}|{gtm}||{gsj}|{mw}|{}", ch.one(&TEXTS))
         })
         .collect();
     let lines = |v: Vec<String>| v.iter().map(|l| format!("{l}\n")).collect::<String>();
@@ -718,7 +698,7 @@ fn gen_options(data: &[u8]) -> ExportOptions {
     match ch.below(4) {
         0 => ExportOptions::default(),
         1 => ExportOptions { prefixes: vec!["p_".into(), "a".into()], ..Default::default() },
-        2 => ExportOptions { roots: vec![name(ch.pick(&ACCOUNTS))], ..Default::default() },
+        2 => ExportOptions { roots: vec![name(ch.one(&ACCOUNTS))], ..Default::default() },
         _ => ExportOptions {
             roots: vec![name("root")],
             clusters: vec![Name::keep_case("c1", NameKind::Cluster).unwrap()],

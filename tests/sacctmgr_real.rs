@@ -1,6 +1,7 @@
 //! The snapshot parsers on real sacctmgr outputs (Slurm 22.05.8 and 24.11.5), copied verbatim
 //! into `tests/data/` (see its README for the command of each file). Real captures were taken
 //! with other `format=` lists than the snapshot reads, so a small adapter maps their columns.
+//! Must not run sacctmgr, nor take outputs from anywhere but those verbatim captures.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
