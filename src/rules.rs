@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::names::NameHash;
 use crate::model::{
-    AccountGraph, Assoc, ClusterState, InOrder, Name, Qos, QosList, State, UserIndex, UserKey, names::root,
+    AccountGraph, AccountRecord, Assoc, ClusterState, InOrder, Name, Qos, QosList, State, UserIndex, UserKey,
+    names::root,
 };
 use crate::sacctmgr::command::{AssocSet, Command};
 
@@ -145,71 +146,13 @@ impl RuleModel {
                 }
             }
             Command::AddAccount { cluster, names, parent, record, set } => {
-                let mut assoc = Assoc::default();
-                set.apply_to(&mut assoc);
-                self.check_qos_exist(&assoc.qos, assoc.default_qos.as_ref())?;
-                let c = self.cluster_mut(cluster)?;
-                if !c.accounts.contains(parent.as_str()) {
-                    return err(format!("no parent account `{parent}` on cluster `{cluster}`"));
-                }
-                for n in names {
-                    if c.accounts.contains(n.as_str()) {
-                        return err(format!("account `{n}` already exists on cluster `{cluster}`"));
-                    }
-                    c.accounts
-                        .insert(n.clone(), parent.as_str(), assoc.clone())
-                        .map_err(|e| RuleError(e.to_string()))?;
-                }
-                for n in names {
-                    check_subtree(c, n)?;
-                }
-                for n in names {
-                    let rec = self.state.accounts.entry(n.clone()).or_default();
-                    // sacctmgr's defaults: description = name, organization = parent (or name under root)
-                    if rec.description.is_none() {
-                        rec.description = Some(record.description.clone().unwrap_or_else(|| n.to_string()));
-                    }
-                    if rec.organization.is_none() {
-                        let default_org = if parent == &root() { n.to_string() } else { parent.to_string() };
-                        rec.organization = Some(record.organization.clone().unwrap_or(default_org));
-                    }
-                }
+                self.add_account(cluster, names, parent, record, set)?;
             }
             Command::ModifyAccount { cluster, names, set } => {
-                let c = self.cluster_mut(cluster)?;
-                let mut before = BTreeSet::new();
-                for n in names {
-                    if !c.accounts.contains(n.as_str()) {
-                        return err(format!("no account `{n}` on cluster `{cluster}`"));
-                    }
-                    before.extend(subtree_violations(c, n).into_iter().map(|(v, _)| v));
-                }
-                for n in names {
-                    set.apply_to(&mut c.accounts.get_mut(n.as_str()).expect("checked above").assoc);
-                }
-                for n in names {
-                    refuse_introduced(&before, subtree_violations(c, n))?;
-                    check_user_rows_for_account_qos(c, n, set)?;
-                }
-                let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
-                self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
+                self.modify_account(cluster, names, set)?;
             }
             Command::ModifyAccountRecord { cluster, names, record } => {
-                let c = self.cluster_mut(cluster)?;
-                for n in names {
-                    if !c.accounts.contains(n.as_str()) {
-                        return err(format!("no account `{n}` on cluster `{cluster}`"));
-                    }
-                }
-                for n in names {
-                    let rec = self.state.accounts.entry(n.clone()).or_default();
-                    if let Some(d) = &record.description {
-                        rec.description = Some(d.clone());
-                    }
-                    if let Some(o) = &record.organization {
-                        rec.organization = Some(o.clone());
-                    }
-                }
+                self.modify_account_record(cluster, names, record)?;
             }
             Command::Reparent { cluster, name, parent } => {
                 let c = self.cluster_mut(cluster)?;
@@ -233,78 +176,11 @@ impl RuleModel {
                 }
             }
             Command::AddUser { cluster, users, account, partition, set, more_accounts, default_account } => {
-                let mut assoc = Assoc::default();
-                set.apply_to(&mut assoc);
-                self.check_qos_exist(&assoc.qos, assoc.default_qos.as_ref())?;
-                for u in users {
-                    self.check_add_keeps_default_known(cluster, u)?;
-                }
                 let accounts: Vec<&Name> = std::iter::once(account).chain(more_accounts).collect();
-                if let Some(d) = default_account
-                    && !accounts.contains(&d)
-                {
-                    return err(format!("default account `{d}` is not one of the accounts added"));
-                }
-                let c = self.cluster_mut(cluster)?;
-                for a in &accounts {
-                    if !c.accounts.contains(a.as_str()) {
-                        return err(format!("no account `{a}` on cluster `{cluster}`"));
-                    }
-                }
-                let mut added = Vec::new();
-                // Users outer, accounts inner, as sacctmgr walks them: a new user's first
-                // association becomes its default unless the command names one (which then
-                // becomes the default of every user listed, new or not).
-                for u in users {
-                    // A row added under an existing user's DefaultAccount is not marked
-                    // default; a new user's default rows all are.
-                    let had_default = c.defaults.get(u).cloned();
-                    for a in &accounts {
-                        let key = UserKey { account: (*a).clone(), user: u.clone(), partition: partition.clone() };
-                        if c.users.contains_key(&key) {
-                            return err(format!("user association {} already exists (a no-op)", show_key(&key)));
-                        }
-                        if had_default.as_ref() == Some(*a) {
-                            c.unmarked.insert(key.clone());
-                        }
-                        c.users.insert(key, assoc.clone());
-                        c.defaults.entry(u.clone()).or_insert_with(|| (*a).clone());
-                        added.push(u.clone());
-                    }
-                    if let Some(d) = default_account {
-                        c.defaults.insert(u.clone(), d.clone());
-                    }
-                    if had_default.as_ref() != c.defaults.get(u) {
-                        c.unmarked.retain(|k| &k.user != u);
-                    }
-                }
-                for a in &accounts {
-                    check_users(c, a, users)?;
-                }
-                if let Some(counts) = self.user_assocs.as_mut() {
-                    let counts = counts.entry(cluster.clone()).or_default();
-                    for u in added {
-                        *counts.entry(u).or_insert(0) += 1;
-                    }
-                }
+                self.add_user(cluster, users, accounts, partition, set, default_account)?;
             }
             Command::ModifyUser { cluster, users, account, partition, set } => {
-                let c = self.cluster_mut(cluster)?;
-                for u in users {
-                    let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
-                    if !c.users.contains_key(&key) {
-                        return err(format!("no user association {}", show_key(&key)));
-                    }
-                }
-                let before: BTreeSet<Violation> =
-                    user_violations(c, account, users).into_iter().map(|(v, _)| v).collect();
-                for u in users {
-                    let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
-                    set.apply_to(c.users.get_mut(&key).expect("checked above"));
-                }
-                refuse_introduced(&before, user_violations(c, account, users))?;
-                let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
-                self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
+                self.modify_user(cluster, users, account, partition, set)?;
             }
             Command::SetDefaultAccount { cluster, users, account } => {
                 let c = self.cluster_mut(cluster)?;
@@ -336,6 +212,190 @@ impl RuleModel {
 }
 
 impl RuleModel {
+    /// `add account`: new accounts under an existing parent, with sacctmgr's default record text;
+    /// refused when one exists, the parent does not, or the new subtree breaks a rule.
+    fn add_account(
+        &mut self,
+        cluster: &Name,
+        names: &[Name],
+        parent: &Name,
+        record: &AccountRecord,
+        set: &AssocSet,
+    ) -> Result<(), RuleError> {
+        let mut assoc = Assoc::default();
+        set.apply_to(&mut assoc);
+        self.check_qos_exist(&assoc.qos, assoc.default_qos.as_ref())?;
+        let c = self.cluster_mut(cluster)?;
+        if !c.accounts.contains(parent.as_str()) {
+            return err(format!("no parent account `{parent}` on cluster `{cluster}`"));
+        }
+        for n in names {
+            if c.accounts.contains(n.as_str()) {
+                return err(format!("account `{n}` already exists on cluster `{cluster}`"));
+            }
+            c.accounts.insert(n.clone(), parent.as_str(), assoc.clone()).map_err(|e| RuleError(e.to_string()))?;
+        }
+        for n in names {
+            check_subtree(c, n)?;
+        }
+        for n in names {
+            let rec = self.state.accounts.entry(n.clone()).or_default();
+            // sacctmgr's defaults: description = name, organization = parent (or name under root)
+            if rec.description.is_none() {
+                rec.description = Some(record.description.clone().unwrap_or_else(|| n.to_string()));
+            }
+            if rec.organization.is_none() {
+                let default_org = if parent == &root() { n.to_string() } else { parent.to_string() };
+                rec.organization = Some(record.organization.clone().unwrap_or(default_org));
+            }
+        }
+        Ok(())
+    }
+
+    /// `modify account ... set` on account associations; refused when an account is missing or
+    /// the change introduces a rule violation below it.
+    fn modify_account(&mut self, cluster: &Name, names: &[Name], set: &AssocSet) -> Result<(), RuleError> {
+        let c = self.cluster_mut(cluster)?;
+        let mut before = BTreeSet::new();
+        for n in names {
+            if !c.accounts.contains(n.as_str()) {
+                return err(format!("no account `{n}` on cluster `{cluster}`"));
+            }
+            before.extend(subtree_violations(c, n).into_iter().map(|(v, _)| v));
+        }
+        for n in names {
+            set.apply_to(&mut c.accounts.get_mut(n.as_str()).expect("checked above").assoc);
+        }
+        for n in names {
+            refuse_introduced(&before, subtree_violations(c, n))?;
+            check_user_rows_for_account_qos(c, n, set)?;
+        }
+        let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
+        self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
+        Ok(())
+    }
+
+    /// `modify account ... set Description/Organization`: the records of existing accounts.
+    fn modify_account_record(
+        &mut self,
+        cluster: &Name,
+        names: &[Name],
+        record: &AccountRecord,
+    ) -> Result<(), RuleError> {
+        let c = self.cluster_mut(cluster)?;
+        for n in names {
+            if !c.accounts.contains(n.as_str()) {
+                return err(format!("no account `{n}` on cluster `{cluster}`"));
+            }
+        }
+        for n in names {
+            let rec = self.state.accounts.entry(n.clone()).or_default();
+            if let Some(d) = &record.description {
+                rec.description = Some(d.clone());
+            }
+            if let Some(o) = &record.organization {
+                rec.organization = Some(o.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// `add user`: new associations of `users` under `accounts` (the command's account, then its
+    /// `more_accounts`), with sacctmgr's DefaultAccount rules; refused when one exists, an
+    /// account is missing, or a rule would break.
+    fn add_user(
+        &mut self,
+        cluster: &Name,
+        users: &[Name],
+        accounts: Vec<&Name>,
+        partition: &Option<Name>,
+        set: &AssocSet,
+        default_account: &Option<Name>,
+    ) -> Result<(), RuleError> {
+        let mut assoc = Assoc::default();
+        set.apply_to(&mut assoc);
+        self.check_qos_exist(&assoc.qos, assoc.default_qos.as_ref())?;
+        for u in users {
+            self.check_add_keeps_default_known(cluster, u)?;
+        }
+        if let Some(d) = default_account
+            && !accounts.contains(&d)
+        {
+            return err(format!("default account `{d}` is not one of the accounts added"));
+        }
+        let c = self.cluster_mut(cluster)?;
+        for a in &accounts {
+            if !c.accounts.contains(a.as_str()) {
+                return err(format!("no account `{a}` on cluster `{cluster}`"));
+            }
+        }
+        let mut added = Vec::new();
+        // Users outer, accounts inner, as sacctmgr walks them: a new user's first
+        // association becomes its default unless the command names one (which then
+        // becomes the default of every user listed, new or not).
+        for u in users {
+            // A row added under an existing user's DefaultAccount is not marked
+            // default; a new user's default rows all are.
+            let had_default = c.defaults.get(u).cloned();
+            for a in &accounts {
+                let key = UserKey { account: (*a).clone(), user: u.clone(), partition: partition.clone() };
+                if c.users.contains_key(&key) {
+                    return err(format!("user association {} already exists (a no-op)", show_key(&key)));
+                }
+                if had_default.as_ref() == Some(*a) {
+                    c.unmarked.insert(key.clone());
+                }
+                c.users.insert(key, assoc.clone());
+                c.defaults.entry(u.clone()).or_insert_with(|| (*a).clone());
+                added.push(u.clone());
+            }
+            if let Some(d) = default_account {
+                c.defaults.insert(u.clone(), d.clone());
+            }
+            if had_default.as_ref() != c.defaults.get(u) {
+                c.unmarked.retain(|k| &k.user != u);
+            }
+        }
+        for a in &accounts {
+            check_users(c, a, users)?;
+        }
+        if let Some(counts) = self.user_assocs.as_mut() {
+            let counts = counts.entry(cluster.clone()).or_default();
+            for u in added {
+                *counts.entry(u).or_insert(0) += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// `modify user ... set` on existing user associations; refused when one is missing or the
+    /// change introduces a rule violation.
+    fn modify_user(
+        &mut self,
+        cluster: &Name,
+        users: &[Name],
+        account: &Name,
+        partition: &Option<Name>,
+        set: &AssocSet,
+    ) -> Result<(), RuleError> {
+        let c = self.cluster_mut(cluster)?;
+        for u in users {
+            let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+            if !c.users.contains_key(&key) {
+                return err(format!("no user association {}", show_key(&key)));
+            }
+        }
+        let before: BTreeSet<Violation> = user_violations(c, account, users).into_iter().map(|(v, _)| v).collect();
+        for u in users {
+            let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+            set.apply_to(c.users.get_mut(&key).expect("checked above"));
+        }
+        refuse_introduced(&before, user_violations(c, account, users))?;
+        let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
+        self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
+        Ok(())
+    }
+
     /// Remove the association rows of `users` under `account`: the row of `partition`, or
     /// (`None`) every row (no partition clause). slurmdbd's rules on a user's DefaultAccount,
     /// which it marks per row (see `ClusterState::unmarked`):

@@ -176,17 +176,7 @@ fn references_missing(a: &Assoc, state: &State) -> Vec<Name> {
 
 /// Export `state` for the scope in `opts`. Unknown clusters in `opts.clusters` are errors.
 pub fn export(state: &State, opts: &ExportOptions) -> Result<Exported, Vec<Diagnostic>> {
-    let unknown: Vec<Diagnostic> = opts
-        .clusters
-        .iter()
-        .filter(|c| !state.clusters.contains_key(*c))
-        .map(|c| {
-            Diagnostic::error("unknown-cluster", format!("cluster `{c}` is not in the current state")).hint(format!(
-                "known clusters: {}",
-                state.clusters.keys().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-            ))
-        })
-        .collect();
+    let unknown = unknown_clusters(state, opts);
     if !unknown.is_empty() {
         return Err(unknown);
     }
@@ -195,137 +185,50 @@ pub fn export(state: &State, opts: &ExportOptions) -> Result<Exported, Vec<Diagn
     if scope.roots.is_empty() && scope.prefixes.is_empty() {
         scope.roots.insert(root());
     }
-    let mut warnings = Vec::new();
-    let mut body = String::new();
-    let mut records_written: BTreeSet<Name> = BTreeSet::new();
-    let mut preserve_case = false;
-    let (mut n_clusters, mut n_accounts, mut n_users) = (0, 0, 0);
+    let mut w = Writer {
+        state,
+        scope: &scope,
+        body: String::new(),
+        warnings: Vec::new(),
+        records_written: BTreeSet::new(),
+        preserve_case: false,
+        n_clusters: 0,
+        n_accounts: 0,
+        n_users: 0,
+    };
     for (cname, c) in &state.clusters {
         if !opts.clusters.is_empty() && !opts.clusters.contains(cname) {
             continue;
         }
-        let managed: Vec<Name> =
-            tree_order(c).into_iter().filter(|n| scope.manages_account(n, c.accounts.ancestors(n.as_str()))).collect();
-        if managed.is_empty() {
-            continue;
-        }
-        n_clusters += 1;
-        let declared: BTreeSet<&Name> = managed.iter().collect();
-        let _ = writeln!(body, "  {}:", scalar(cname.as_str()));
-        let _ = writeln!(body, "    accounts:");
-        for name in &managed {
-            n_accounts += 1;
-            let node = c.accounts.get(name.as_str()).expect("name from the tree");
-            let parent = c.accounts.parent(name.as_str());
-            let parent_eff = parent.map(|p| c.accounts.effective_qos(p.as_str())).unwrap_or_default();
-            let what = format!("account `{name}` on `{cname}`");
-            let mut lines = Vec::new();
-            if let Some(p) = parent {
-                lines.push(format!("parent: {}", scalar(p.as_str())));
-            }
-            if !records_written.contains(name)
-                && let Some(rec) = state.accounts.get(name)
-            {
-                records_written.insert(name.clone());
-                if let Some(d) = text_ok(rec.description.as_ref()) {
-                    lines.push(format!("description: {}", quoted(d)));
-                }
-                if let Some(o) = text_ok(rec.organization.as_ref()) {
-                    lines.push(format!("organization: {}", quoted(o)));
-                }
-            }
-            lines.extend(assoc_lines(&node.assoc, &parent_eff, &what, &mut warnings));
-            let missing = references_missing(&node.assoc, state);
-            if !missing.is_empty() {
-                warnings.push(
-                    Diagnostic::warning(
-                        "missing-qos",
-                        format!(
-                            "{what} names QoS that do not exist: {}",
-                            crate::model::values::join(&missing.into_iter().collect())
-                        ),
-                    )
-                    .hint("run `slurmplan doctor`; `plan` refuses the exported file until it is fixed"),
-                );
-            }
-            let acct_eff = c.accounts.effective_qos(name.as_str());
-            let mut users = Vec::new();
-            for (k, a) in c.users_of_account(name) {
-                n_users += 1;
-                if k.user.as_str().chars().any(|ch| ch.is_ascii_uppercase()) {
-                    preserve_case = true;
-                }
-                let uwhat = format!("user association `{}` on `{cname}`", crate::model::user_key_label(k));
-                let ulines = assoc_lines(a, &acct_eff, &uwhat, &mut warnings);
-                let missing = references_missing(a, state);
-                if !missing.is_empty() {
-                    warnings.push(
-                        Diagnostic::warning(
-                            "missing-qos",
-                            format!(
-                                "{uwhat} names QoS that do not exist: {}",
-                                crate::model::values::join(&missing.into_iter().collect())
-                            ),
-                        )
-                        .hint("run `slurmplan doctor`; `plan` refuses the exported file until it is fixed"),
-                    );
-                }
-                if ulines.is_empty() && k.partition.is_none() {
-                    users.push(format!("- {}", scalar(k.user.as_str())));
-                } else {
-                    users.push(format!("- name: {}", scalar(k.user.as_str())));
-                    if let Some(p) = &k.partition {
-                        users.push(format!("  partition: {}", scalar(p.as_str())));
-                    }
-                    users.extend(ulines.into_iter().map(|l| format!("  {l}")));
-                }
-            }
-            if !users.is_empty() {
-                lines.push("users:".into());
-                lines.extend(users.into_iter().map(|l| format!("  {l}")));
-            }
-            if lines.is_empty() {
-                let _ = writeln!(body, "      {}: {{}}", scalar(name.as_str()));
-            } else {
-                let _ = writeln!(body, "      {}:", scalar(name.as_str()));
-                for l in lines {
-                    let _ = writeln!(body, "        {l}");
-                }
-            }
-        }
-        // DefaultAccounts that point at a declared account.
-        let index = c.user_index();
-        let mut defaults: BTreeMap<&Name, &Name> = BTreeMap::new();
-        let mut current_defaults = InOrder::new(&c.defaults);
-        for (user, accts) in index.iter() {
-            let touches_managed = accts.iter().any(|a| declared.contains(a));
-            match current_defaults.get(user) {
-                Some(d) if accts.contains(d) && declared.contains(d) => {
-                    defaults.insert(user, d);
-                }
-                Some(d) if accts.contains(d) => {}
-                Some(d) if touches_managed => warnings.push(
-                    Diagnostic::warning(
-                        "dangling-default",
-                        format!("user `{user}` on `{cname}` has DefaultAccount `{d}`, which is not one of its associations; not exported"),
-                    )
-                    .hint("run `slurmplan doctor` (and apply its repair plan) before exporting"),
-                ),
-                None if touches_managed => warnings.push(
-                    Diagnostic::warning("dangling-default", format!("user `{user}` on `{cname}` has no DefaultAccount; not exported"))
-                        .hint("run `slurmplan doctor` (and apply its repair plan) before exporting"),
-                ),
-                _ => {}
-            }
-        }
-        if !defaults.is_empty() {
-            let _ = writeln!(body, "    users:");
-            for (u, d) in defaults {
-                let _ = writeln!(body, "      {}:", scalar(u.as_str()));
-                let _ = writeln!(body, "        default_account: {}", scalar(d.as_str()));
-            }
-        }
+        w.cluster(cname, c);
     }
+    let mut out = head(state, &scope, w.preserve_case);
+    if w.body.is_empty() {
+        let _ = writeln!(out, "clusters: {{}}");
+    } else {
+        let _ = writeln!(out, "clusters:");
+        out.push_str(&w.body);
+    }
+    Ok(Exported { yaml: out, warnings: w.warnings, counts: (w.n_clusters, w.n_accounts, w.n_users, state.qos.len()) })
+}
+
+/// One error per cluster of `opts.clusters` that `state` does not have.
+fn unknown_clusters(state: &State, opts: &ExportOptions) -> Vec<Diagnostic> {
+    opts.clusters
+        .iter()
+        .filter(|c| !state.clusters.contains_key(*c))
+        .map(|c| {
+            Diagnostic::error("unknown-cluster", format!("cluster `{c}` is not in the current state")).hint(format!(
+                "known clusters: {}",
+                state.clusters.keys().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            ))
+        })
+        .collect()
+}
+
+/// The file's head: comments, `version`, `settings` (when a user name has upper case),
+/// `managed`, and every QoS of the state.
+fn head(state: &State, scope: &Scope, preserve_case: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Desired accounting state exported by `slurmplan export` from the current state.");
     let _ = writeln!(out, "# `slurmplan plan -d` against the same state is empty; edit from here.");
@@ -365,22 +268,171 @@ pub fn export(state: &State, opts: &ExportOptions) -> Result<Exported, Vec<Diagn
         if let Some(n) = q.max_wall {
             lines.push(format!("max_wall: {n}"));
         }
-        if lines.is_empty() {
-            let _ = writeln!(out, "  {}: {{}}", scalar(name.as_str()));
-        } else {
-            let _ = writeln!(out, "  {}:", scalar(name.as_str()));
-            for l in lines {
-                let _ = writeln!(out, "    {l}");
+        block(&mut out, "  ", name, lines, "    ");
+    }
+    out
+}
+
+/// `name: {}` when `lines` is empty, else `name:` and the lines indented by `inner`.
+fn block(out: &mut String, indent: &str, name: &Name, lines: Vec<String>, inner: &str) {
+    if lines.is_empty() {
+        let _ = writeln!(out, "{indent}{}: {{}}", scalar(name.as_str()));
+    } else {
+        let _ = writeln!(out, "{indent}{}:", scalar(name.as_str()));
+        for l in lines {
+            let _ = writeln!(out, "{inner}{l}");
+        }
+    }
+}
+
+/// The `clusters:` body as it is written, cluster by cluster, and what it found on the way.
+struct Writer<'a> {
+    state: &'a State,
+    scope: &'a Scope,
+    body: String,
+    warnings: Vec<Diagnostic>,
+    /// Accounts whose record (Description, Organization) is written already: once per name.
+    records_written: BTreeSet<Name>,
+    /// A user name has upper case, so the file needs `preserve_user_case`.
+    preserve_case: bool,
+    n_clusters: usize,
+    n_accounts: usize,
+    n_users: usize,
+}
+
+impl Writer<'_> {
+    /// One cluster: its managed accounts in tree order, then the DefaultAccounts that point at
+    /// one of them. Writes nothing for a cluster with no managed account.
+    fn cluster(&mut self, cname: &Name, c: &ClusterState) {
+        let managed: Vec<Name> = tree_order(c)
+            .into_iter()
+            .filter(|n| self.scope.manages_account(n, c.accounts.ancestors(n.as_str())))
+            .collect();
+        if managed.is_empty() {
+            return;
+        }
+        self.n_clusters += 1;
+        let declared: BTreeSet<&Name> = managed.iter().collect();
+        let _ = writeln!(self.body, "  {}:", scalar(cname.as_str()));
+        let _ = writeln!(self.body, "    accounts:");
+        for name in &managed {
+            self.account(cname, c, name);
+        }
+        self.defaults(cname, c, &declared);
+    }
+
+    /// One account: parent, record text (the first time the name is written), association
+    /// keys and its user associations.
+    fn account(&mut self, cname: &Name, c: &ClusterState, name: &Name) {
+        let state = self.state;
+        self.n_accounts += 1;
+        let node = c.accounts.get(name.as_str()).expect("name from the tree");
+        let parent = c.accounts.parent(name.as_str());
+        let parent_eff = parent.map(|p| c.accounts.effective_qos(p.as_str())).unwrap_or_default();
+        let what = format!("account `{name}` on `{cname}`");
+        let mut lines = Vec::new();
+        if let Some(p) = parent {
+            lines.push(format!("parent: {}", scalar(p.as_str())));
+        }
+        if !self.records_written.contains(name)
+            && let Some(rec) = state.accounts.get(name)
+        {
+            self.records_written.insert(name.clone());
+            if let Some(d) = text_ok(rec.description.as_ref()) {
+                lines.push(format!("description: {}", quoted(d)));
+            }
+            if let Some(o) = text_ok(rec.organization.as_ref()) {
+                lines.push(format!("organization: {}", quoted(o)));
+            }
+        }
+        lines.extend(assoc_lines(&node.assoc, &parent_eff, &what, &mut self.warnings));
+        self.missing_qos(&what, &node.assoc);
+        let users = self.users(cname, c, name);
+        if !users.is_empty() {
+            lines.push("users:".into());
+            lines.extend(users.into_iter().map(|l| format!("  {l}")));
+        }
+        block(&mut self.body, "      ", name, lines, "        ");
+    }
+
+    /// The `users:` list items of account `name`: a bare name, or a mapping when the
+    /// association has a partition or sets something.
+    fn users(&mut self, cname: &Name, c: &ClusterState, name: &Name) -> Vec<String> {
+        let acct_eff = c.accounts.effective_qos(name.as_str());
+        let mut users = Vec::new();
+        for (k, a) in c.users_of_account(name) {
+            self.n_users += 1;
+            if k.user.as_str().chars().any(|ch| ch.is_ascii_uppercase()) {
+                self.preserve_case = true;
+            }
+            let uwhat = format!("user association `{}` on `{cname}`", crate::model::user_key_label(k));
+            let ulines = assoc_lines(a, &acct_eff, &uwhat, &mut self.warnings);
+            self.missing_qos(&uwhat, a);
+            if ulines.is_empty() && k.partition.is_none() {
+                users.push(format!("- {}", scalar(k.user.as_str())));
+            } else {
+                users.push(format!("- name: {}", scalar(k.user.as_str())));
+                if let Some(p) = &k.partition {
+                    users.push(format!("  partition: {}", scalar(p.as_str())));
+                }
+                users.extend(ulines.into_iter().map(|l| format!("  {l}")));
+            }
+        }
+        users
+    }
+
+    /// A `missing-qos` warning when association `a` (`what`) names QoS the state lacks.
+    fn missing_qos(&mut self, what: &str, a: &Assoc) {
+        let missing = references_missing(a, self.state);
+        if !missing.is_empty() {
+            self.warnings.push(
+                Diagnostic::warning(
+                    "missing-qos",
+                    format!(
+                        "{what} names QoS that do not exist: {}",
+                        crate::model::values::join(&missing.into_iter().collect())
+                    ),
+                )
+                .hint("run `slurmplan doctor`; `plan` refuses the exported file until it is fixed"),
+            );
+        }
+    }
+
+    /// The cluster's `users:` DefaultAccounts that point at a declared account; a user with an
+    /// association in the scope whose DefaultAccount is missing or dangling gets a warning.
+    fn defaults(&mut self, cname: &Name, c: &ClusterState, declared: &BTreeSet<&Name>) {
+        let index = c.user_index();
+        let mut defaults: BTreeMap<&Name, &Name> = BTreeMap::new();
+        let mut current_defaults = InOrder::new(&c.defaults);
+        for (user, accts) in index.iter() {
+            let touches_managed = accts.iter().any(|a| declared.contains(a));
+            match current_defaults.get(user) {
+                Some(d) if accts.contains(d) && declared.contains(d) => {
+                    defaults.insert(user, d);
+                }
+                Some(d) if accts.contains(d) => {}
+                Some(d) if touches_managed => self.warnings.push(
+                    Diagnostic::warning(
+                        "dangling-default",
+                        format!("user `{user}` on `{cname}` has DefaultAccount `{d}`, which is not one of its associations; not exported"),
+                    )
+                    .hint("run `slurmplan doctor` (and apply its repair plan) before exporting"),
+                ),
+                None if touches_managed => self.warnings.push(
+                    Diagnostic::warning("dangling-default", format!("user `{user}` on `{cname}` has no DefaultAccount; not exported"))
+                        .hint("run `slurmplan doctor` (and apply its repair plan) before exporting"),
+                ),
+                _ => {}
+            }
+        }
+        if !defaults.is_empty() {
+            let _ = writeln!(self.body, "    users:");
+            for (u, d) in defaults {
+                let _ = writeln!(self.body, "      {}:", scalar(u.as_str()));
+                let _ = writeln!(self.body, "        default_account: {}", scalar(d.as_str()));
             }
         }
     }
-    if body.is_empty() {
-        let _ = writeln!(out, "clusters: {{}}");
-    } else {
-        let _ = writeln!(out, "clusters:");
-        out.push_str(&body);
-    }
-    Ok(Exported { yaml: out, warnings, counts: (n_clusters, n_accounts, n_users, state.qos.len()) })
 }
 
 #[cfg(test)]

@@ -257,33 +257,18 @@ pub fn load_config(
     }
 }
 
-fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings> {
-    let base = format!("offerings[{index}]");
-    let bs_path = format!("{base}.backend_settings");
-    let empty = serde_json::Map::new();
-    let bs = match off.get("backend_settings") {
-        Some(Value::Object(m)) => m,
-        other => {
-            let found = other.map(kind).unwrap_or("missing");
-            cx.error(
-                "config-missing-key",
-                format!("`{bs_path}` must be a mapping, found {found}"),
-                "add the SLURM plugin's backend_settings",
-            );
-            &empty
-        }
-    };
-    for k in bs.keys() {
-        if !BACKEND_KEYS.contains(&k.as_str()) {
-            cx.warn(
-                "config-unknown-key",
-                format!("`{bs_path}.{k}` is not a key slurmplan knows; it is ignored"),
-                format!("known keys: {}", BACKEND_KEYS.join(", ")),
-            );
-        }
-    }
-    let string = |cx: &mut Ctx, key: &str, required: bool| -> Option<String> {
-        match bs.get(key) {
+/// One mapping of the config and its key path, read key by key; every problem is reported to
+/// the context and the value treated as absent.
+struct Keys<'a> {
+    map: &'a serde_json::Map<String, Value>,
+    path: &'a str,
+}
+
+impl Keys<'_> {
+    /// A string value; a missing `required` one is an error.
+    fn string(&self, cx: &mut Ctx, key: &str, required: bool) -> Option<String> {
+        let bs_path = self.path;
+        match self.map.get(key) {
             None | Some(Value::Null) => {
                 if required {
                     cx.error(
@@ -304,9 +289,12 @@ fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings
                 None
             }
         }
-    };
-    let name = |cx: &mut Ctx, key: &str, s: Option<String>, k: NameKind| -> Option<Name> {
-        let s = s?;
+    }
+
+    /// A Slurm name of kind `k` (upper case is a warning: Slurm stores it lower-cased).
+    fn name(&self, cx: &mut Ctx, key: &str, k: NameKind) -> Option<Name> {
+        let bs_path = self.path;
+        let s = self.string(cx, key, false)?;
         match Name::parse(&s, k, false) {
             Ok(p) => {
                 if p.lowercased {
@@ -323,9 +311,12 @@ fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings
                 None
             }
         }
-    };
-    let boolean = |cx: &mut Ctx, m: &serde_json::Map<String, Value>, path: &str, key: &str| -> bool {
-        match m.get(key) {
+    }
+
+    /// A boolean; missing or null is `false`.
+    fn boolean(&self, cx: &mut Ctx, key: &str) -> bool {
+        let path = self.path;
+        match self.map.get(key) {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
             Some(other) => {
@@ -337,250 +328,39 @@ fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings
                 false
             }
         }
-    };
-
-    let da = string(cx, "default_account", true);
-    let default_account = name(cx, "default_account", da, NameKind::Account);
-    let mut prefixes = Vec::new();
-    for key in ["customer_prefix", "project_prefix", "allocation_prefix"] {
-        let p = string(cx, key, true);
-        if let Some(p) = &p
-            && !p.is_empty()
-            && Name::parse(p, NameKind::Account, false).is_err()
-        {
-            cx.error(
-                "config-bad-value",
-                format!("`{bs_path}.{key}` `{p}` cannot start an account name"),
-                "use only a-z, 0-9, `_`, `.` and `-`",
-            );
-        }
-        prefixes.push(p.map(|p| p.to_lowercase()));
     }
-    let policy = match bs.get("default_account_policy") {
-        None | Some(Value::Null) => Some(Policy::Common),
-        Some(Value::String(s)) => match s.as_str() {
-            "common" => Some(Policy::Common),
-            "individual" => Some(Policy::Individual),
-            "none" => Some(Policy::None),
-            other => {
-                cx.error(
-                    "config-bad-value",
-                    format!("`{bs_path}.default_account_policy` is `{other}`"),
-                    "use one of `common` (the default), `individual`, `none`",
-                );
-                None
-            }
-        },
-        Some(other) => {
-            cx.error(
-                "config-bad-value",
-                format!("`{bs_path}.default_account_policy` must be a string, found {}", kind(other)),
-                "use one of `common` (the default), `individual`, `none`",
-            );
-            None
-        }
+}
+
+/// The checked settings of offering `index`; `None` when a required value is missing or
+/// invalid (the errors are in `cx`). Reads the keys in a fixed order so that messages come out
+/// in the same order every time; must not stop at the first error.
+fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings> {
+    let base = format!("offerings[{index}]");
+    let bs_path = format!("{base}.backend_settings");
+    let empty = serde_json::Map::new();
+    let bs = backend_settings(cx, off, &bs_path).unwrap_or(&empty);
+    let keys = Keys { map: bs, path: &bs_path };
+
+    let default_account = match keys.string(cx, "default_account", true) {
+        Some(_) => keys.name(cx, "default_account", NameKind::Account),
+        None => None,
     };
-    let ra = string(cx, "root_account", false);
-    let root_account = name(cx, "root_account", ra, NameKind::Account);
-    let slurm_bin_path = string(cx, "slurm_bin_path", false).map(std::path::PathBuf::from);
-    let cn = string(cx, "cluster_name", false);
-    let cluster_name = name(cx, "cluster_name", cn, NameKind::Cluster);
-    let pa = string(cx, "parent_account", false);
-    let parent_account = name(cx, "parent_account", pa, NameKind::Account);
-    let dp = string(cx, "default_partition", false);
-    let default_partition = name(cx, "default_partition", dp, NameKind::Partition);
-    let enforce_offering_partitions = boolean(cx, bs, &bs_path, "enforce_offering_partitions");
+    let prefixes = account_prefixes(cx, &keys);
+    let policy = default_account_policy(cx, bs, &bs_path);
+    let root_account = keys.name(cx, "root_account", NameKind::Account);
+    let slurm_bin_path = keys.string(cx, "slurm_bin_path", false).map(std::path::PathBuf::from);
+    let cluster_name = keys.name(cx, "cluster_name", NameKind::Cluster);
+    let parent_account = keys.name(cx, "parent_account", NameKind::Account);
+    let default_partition = keys.name(cx, "default_partition", NameKind::Partition);
+    let enforce_offering_partitions = keys.boolean(cx, "enforce_offering_partitions");
     let mut swap_qos = BTreeMap::new();
     for key in ["qos_default", "qos_downscaled", "qos_paused"] {
-        let q = string(cx, key, false);
-        swap_qos.insert(key, name(cx, key, q, NameKind::Qos));
+        swap_qos.insert(key, keys.name(cx, key, NameKind::Qos));
     }
-
-    // qos_management
     let qm_path = format!("{bs_path}.qos_management");
-    let mut qm = QosManagement { flags: vec!["DenyOnLimit".into(), "NoDecay".into()], ..Default::default() };
-    match bs.get("qos_management") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            qm.enabled = boolean(cx, m, &qm_path, "enabled");
-            qm.skip_qos_swap = boolean(cx, m, &qm_path, "skip_qos_swap");
-            qm.apply_limits_to_qos = boolean(cx, m, &qm_path, "apply_limits_to_qos");
-            match m.get("flags") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(s)) => {
-                    qm.flags = s.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect()
-                }
-                Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
-                    qm.flags = a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect()
-                }
-                Some(other) => cx.error(
-                    "config-wrong-type",
-                    format!("`{qm_path}.flags` must be a list of flags or \"A,B\", found {}", kind(other)),
-                    "write e.g. `flags: [DenyOnLimit, NoDecay]`",
-                ),
-            }
-            for f in &qm.flags {
-                if !f.chars().all(|c| c.is_ascii_alphanumeric()) {
-                    cx.error(
-                        "config-bad-value",
-                        format!("`{qm_path}.flags` has `{f}`, which is not a QoS flag"),
-                        "QoS flags look like `DenyOnLimit`, `NoDecay`",
-                    );
-                }
-            }
-            match m.get("grp_tres") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(s)) => match values::parse_tres(s) {
-                    Ok(t) => qm.grp_tres = t,
-                    Err(e) => cx.error(
-                        "config-bad-value",
-                        format!("`{qm_path}.grp_tres`: {e}"),
-                        "write it like `cpu=100,gres/gpu=4`",
-                    ),
-                },
-                Some(other) => cx.error(
-                    "config-wrong-type",
-                    format!("`{qm_path}.grp_tres` must be a string like `cpu=100`, found {}", kind(other)),
-                    "write it like `cpu=100,gres/gpu=4`",
-                ),
-            }
-            match m.get("max_wall") {
-                None | Some(Value::Null) => {}
-                Some(Value::Number(n)) if n.as_u64().is_some() => qm.max_wall = n.as_u64(),
-                Some(Value::String(s)) => match values::parse_duration(s) {
-                    Ok(v) => qm.max_wall = Some(v),
-                    Err(e) => {
-                        cx.error("config-bad-value", format!("`{qm_path}.max_wall`: {e}"), "minutes or D-HH:MM:SS")
-                    }
-                },
-                Some(other) => cx.error(
-                    "config-wrong-type",
-                    format!("`{qm_path}.max_wall` must be minutes or D-HH:MM:SS, found {}", kind(other)),
-                    "minutes or D-HH:MM:SS",
-                ),
-            }
-            for k in m.keys() {
-                if !["enabled", "skip_qos_swap", "apply_limits_to_qos", "flags", "grp_tres", "max_wall"]
-                    .contains(&k.as_str())
-                {
-                    cx.warn(
-                        "config-ignored-key",
-                        format!("`{qm_path}.{k}` is not carried into the desired state"),
-                        "the desired format's QoS keys are flags, grp_tres, grp_tres_mins, grp_submit_jobs, max_wall",
-                    );
-                }
-            }
-        }
-        Some(other) => cx.error(
-            "config-wrong-type",
-            format!("`{qm_path}` must be a mapping, found {}", kind(other)),
-            "write e.g. `qos_management: {enabled: true}`",
-        ),
-    }
-    if qm.skip_qos_swap {
-        let set: Vec<&str> = swap_qos.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| *k).collect();
-        if !set.is_empty() {
-            cx.error(
-                "config-conflict",
-                format!(
-                    "`{qm_path}.skip_qos_swap` is true but {} {} set: the two pause mechanisms exclude each other",
-                    set.iter().map(|k| format!("`{bs_path}.{k}`")).collect::<Vec<_>>().join(", "),
-                    if set.len() == 1 { "is" } else { "are" }
-                ),
-                "remove the qos_* keys (pause with GrpSubmitJobs=0) or set skip_qos_swap: false (swap QoS)",
-            );
-        }
-    }
-    if qm.apply_limits_to_qos && !(qm.enabled && qm.skip_qos_swap) {
-        let missing: Vec<&str> = [("enabled", qm.enabled), ("skip_qos_swap", qm.skip_qos_swap)]
-            .iter()
-            .filter(|(_, v)| !v)
-            .map(|(k, _)| *k)
-            .collect();
-        cx.error(
-            "config-conflict",
-            format!(
-                "`{qm_path}.apply_limits_to_qos` requires {}",
-                missing.iter().map(|k| format!("`{qm_path}.{k}: true`")).collect::<Vec<_>>().join(" and ")
-            ),
-            "set them, or remove apply_limits_to_qos (limits then go on the allocation account)",
-        );
-    }
-
-    // backend_components
-    let comp_path = format!("{base}.backend_components");
-    let mut components = BTreeMap::new();
-    match off.get("backend_components") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            for (key, c) in m {
-                let cpath = format!("{comp_path}.{key}");
-                if !values::valid_tres_name(key) {
-                    cx.error(
-                        "config-bad-tres",
-                        format!("`{cpath}`: `{key}` is not a TRES name"),
-                        "component keys are Slurm TRES names: `cpu`, `mem`, `node`, `billing`, `gres/gpu`",
-                    );
-                }
-                let mut comp = Component { unit_factor: 1.0, targets: BTreeMap::new() };
-                let Value::Object(cm) = c else {
-                    cx.error(
-                        "config-wrong-type",
-                        format!("`{cpath}` must be a mapping, found {}", kind(c)),
-                        "give measured_unit, accounting_type, unit_factor",
-                    );
-                    continue;
-                };
-                match cm.get("unit_factor") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f.is_finite() && f >= 0.0) => {
-                        comp.unit_factor = n.as_f64().unwrap_or(1.0)
-                    }
-                    Some(other) => cx.error(
-                        "config-bad-value",
-                        format!("`{cpath}.unit_factor` must be a number >= 0, found {other}"),
-                        "e.g. 60000 for CPU k-hours",
-                    ),
-                }
-                match cm.get("target_components") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Object(tm)) => {
-                        for (t, tv) in tm {
-                            let tpath = format!("{cpath}.target_components.{t}");
-                            if !values::valid_tres_name(t) {
-                                cx.error(
-                                    "config-bad-tres",
-                                    format!("`{tpath}`: `{t}` is not a TRES name"),
-                                    "target keys are Slurm TRES names: `cpu`, `mem`, `gres/gpu`",
-                                );
-                            }
-                            match tv.get("factor").and_then(Value::as_f64) {
-                                Some(f) if f.is_finite() && f >= 0.0 => {
-                                    comp.targets.insert(t.clone(), f);
-                                }
-                                _ => cx.error(
-                                    "config-bad-value",
-                                    format!("`{tpath}.factor` must be a number >= 0"),
-                                    "write `{factor: 60}`",
-                                ),
-                            }
-                        }
-                    }
-                    Some(other) => cx.error(
-                        "config-wrong-type",
-                        format!("`{cpath}.target_components` must be a mapping, found {}", kind(other)),
-                        "write `target_components: {cpu: {factor: 60}}`",
-                    ),
-                }
-                components.insert(key.clone(), comp);
-            }
-        }
-        Some(other) => cx.error(
-            "config-wrong-type",
-            format!("`{comp_path}` must be a mapping, found {}", kind(other)),
-            "key each component by its TRES name",
-        ),
-    }
+    let qm = qos_management(cx, bs, &qm_path);
+    qos_conflicts(cx, &qm, &swap_qos, &bs_path, &qm_path);
+    let components = backend_components(cx, off, &format!("{base}.backend_components"));
 
     let offering_name = off.get("name").and_then(Value::as_str).unwrap_or("").to_string();
     let offering_uuid = off.get("waldur_offering_uuid").and_then(Value::as_str).map(str::to_string);
@@ -614,4 +394,285 @@ fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings
         qos_management: qm,
         components,
     })
+}
+
+/// `backend_settings` as a mapping (`None`, with an error, when it is not one); warns about
+/// keys slurmplan does not know.
+fn backend_settings<'a>(cx: &mut Ctx, off: &'a Value, bs_path: &str) -> Option<&'a serde_json::Map<String, Value>> {
+    let bs = match off.get("backend_settings") {
+        Some(Value::Object(m)) => m,
+        other => {
+            let found = other.map(kind).unwrap_or("missing");
+            cx.error(
+                "config-missing-key",
+                format!("`{bs_path}` must be a mapping, found {found}"),
+                "add the SLURM plugin's backend_settings",
+            );
+            return None;
+        }
+    };
+    for k in bs.keys() {
+        if !BACKEND_KEYS.contains(&k.as_str()) {
+            cx.warn(
+                "config-unknown-key",
+                format!("`{bs_path}.{k}` is not a key slurmplan knows; it is ignored"),
+                format!("known keys: {}", BACKEND_KEYS.join(", ")),
+            );
+        }
+    }
+    Some(bs)
+}
+
+/// The customer, project and allocation prefixes (required; lower-cased), in that order.
+fn account_prefixes(cx: &mut Ctx, keys: &Keys) -> Vec<Option<String>> {
+    let mut prefixes = Vec::new();
+    for key in ["customer_prefix", "project_prefix", "allocation_prefix"] {
+        let p = keys.string(cx, key, true);
+        if let Some(p) = &p
+            && !p.is_empty()
+            && Name::parse(p, NameKind::Account, false).is_err()
+        {
+            cx.error(
+                "config-bad-value",
+                format!("`{}.{key}` `{p}` cannot start an account name", keys.path),
+                "use only a-z, 0-9, `_`, `.` and `-`",
+            );
+        }
+        prefixes.push(p.map(|p| p.to_lowercase()));
+    }
+    prefixes
+}
+
+/// `default_account_policy` (default `common`).
+fn default_account_policy(cx: &mut Ctx, bs: &serde_json::Map<String, Value>, bs_path: &str) -> Option<Policy> {
+    match bs.get("default_account_policy") {
+        None | Some(Value::Null) => Some(Policy::Common),
+        Some(Value::String(s)) => match s.as_str() {
+            "common" => Some(Policy::Common),
+            "individual" => Some(Policy::Individual),
+            "none" => Some(Policy::None),
+            other => {
+                cx.error(
+                    "config-bad-value",
+                    format!("`{bs_path}.default_account_policy` is `{other}`"),
+                    "use one of `common` (the default), `individual`, `none`",
+                );
+                None
+            }
+        },
+        Some(other) => {
+            cx.error(
+                "config-bad-value",
+                format!("`{bs_path}.default_account_policy` must be a string, found {}", kind(other)),
+                "use one of `common` (the default), `individual`, `none`",
+            );
+            None
+        }
+    }
+}
+
+/// `backend_settings.qos_management` (absent: disabled, default flags). Checks each key on its
+/// own; [`qos_conflicts`] checks them together.
+fn qos_management(cx: &mut Ctx, bs: &serde_json::Map<String, Value>, qm_path: &str) -> QosManagement {
+    let mut qm = QosManagement { flags: vec!["DenyOnLimit".into(), "NoDecay".into()], ..Default::default() };
+    let m = match bs.get("qos_management") {
+        None | Some(Value::Null) => return qm,
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            cx.error(
+                "config-wrong-type",
+                format!("`{qm_path}` must be a mapping, found {}", kind(other)),
+                "write e.g. `qos_management: {enabled: true}`",
+            );
+            return qm;
+        }
+    };
+    let keys = Keys { map: m, path: qm_path };
+    qm.enabled = keys.boolean(cx, "enabled");
+    qm.skip_qos_swap = keys.boolean(cx, "skip_qos_swap");
+    qm.apply_limits_to_qos = keys.boolean(cx, "apply_limits_to_qos");
+    match m.get("flags") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            qm.flags = s.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect()
+        }
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
+            qm.flags = a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect()
+        }
+        Some(other) => cx.error(
+            "config-wrong-type",
+            format!("`{qm_path}.flags` must be a list of flags or \"A,B\", found {}", kind(other)),
+            "write e.g. `flags: [DenyOnLimit, NoDecay]`",
+        ),
+    }
+    for f in &qm.flags {
+        if !f.chars().all(|c| c.is_ascii_alphanumeric()) {
+            cx.error(
+                "config-bad-value",
+                format!("`{qm_path}.flags` has `{f}`, which is not a QoS flag"),
+                "QoS flags look like `DenyOnLimit`, `NoDecay`",
+            );
+        }
+    }
+    match m.get("grp_tres") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => match values::parse_tres(s) {
+            Ok(t) => qm.grp_tres = t,
+            Err(e) => {
+                cx.error("config-bad-value", format!("`{qm_path}.grp_tres`: {e}"), "write it like `cpu=100,gres/gpu=4`")
+            }
+        },
+        Some(other) => cx.error(
+            "config-wrong-type",
+            format!("`{qm_path}.grp_tres` must be a string like `cpu=100`, found {}", kind(other)),
+            "write it like `cpu=100,gres/gpu=4`",
+        ),
+    }
+    match m.get("max_wall") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) if n.as_u64().is_some() => qm.max_wall = n.as_u64(),
+        Some(Value::String(s)) => match values::parse_duration(s) {
+            Ok(v) => qm.max_wall = Some(v),
+            Err(e) => cx.error("config-bad-value", format!("`{qm_path}.max_wall`: {e}"), "minutes or D-HH:MM:SS"),
+        },
+        Some(other) => cx.error(
+            "config-wrong-type",
+            format!("`{qm_path}.max_wall` must be minutes or D-HH:MM:SS, found {}", kind(other)),
+            "minutes or D-HH:MM:SS",
+        ),
+    }
+    for k in m.keys() {
+        if !["enabled", "skip_qos_swap", "apply_limits_to_qos", "flags", "grp_tres", "max_wall"].contains(&k.as_str()) {
+            cx.warn(
+                "config-ignored-key",
+                format!("`{qm_path}.{k}` is not carried into the desired state"),
+                "the desired format's QoS keys are flags, grp_tres, grp_tres_mins, grp_submit_jobs, max_wall",
+            );
+        }
+    }
+    qm
+}
+
+/// The pause mechanisms exclude each other (`skip_qos_swap` with a `qos_*` key), and
+/// `apply_limits_to_qos` needs both `enabled` and `skip_qos_swap`.
+fn qos_conflicts(
+    cx: &mut Ctx,
+    qm: &QosManagement,
+    swap_qos: &BTreeMap<&str, Option<Name>>,
+    bs_path: &str,
+    qm_path: &str,
+) {
+    if qm.skip_qos_swap {
+        let set: Vec<&str> = swap_qos.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| *k).collect();
+        if !set.is_empty() {
+            cx.error(
+                "config-conflict",
+                format!(
+                    "`{qm_path}.skip_qos_swap` is true but {} {} set: the two pause mechanisms exclude each other",
+                    set.iter().map(|k| format!("`{bs_path}.{k}`")).collect::<Vec<_>>().join(", "),
+                    if set.len() == 1 { "is" } else { "are" }
+                ),
+                "remove the qos_* keys (pause with GrpSubmitJobs=0) or set skip_qos_swap: false (swap QoS)",
+            );
+        }
+    }
+    if qm.apply_limits_to_qos && !(qm.enabled && qm.skip_qos_swap) {
+        let missing: Vec<&str> = [("enabled", qm.enabled), ("skip_qos_swap", qm.skip_qos_swap)]
+            .iter()
+            .filter(|(_, v)| !v)
+            .map(|(k, _)| *k)
+            .collect();
+        cx.error(
+            "config-conflict",
+            format!(
+                "`{qm_path}.apply_limits_to_qos` requires {}",
+                missing.iter().map(|k| format!("`{qm_path}.{k}: true`")).collect::<Vec<_>>().join(" and ")
+            ),
+            "set them, or remove apply_limits_to_qos (limits then go on the allocation account)",
+        );
+    }
+}
+
+/// `backend_components`: TRES name -> unit_factor and target_components (absent: none).
+fn backend_components(cx: &mut Ctx, off: &Value, comp_path: &str) -> BTreeMap<String, Component> {
+    let mut components = BTreeMap::new();
+    match off.get("backend_components") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (key, c) in m {
+                if let Some(comp) = component(cx, &format!("{comp_path}.{key}"), key, c) {
+                    components.insert(key.clone(), comp);
+                }
+            }
+        }
+        Some(other) => cx.error(
+            "config-wrong-type",
+            format!("`{comp_path}` must be a mapping, found {}", kind(other)),
+            "key each component by its TRES name",
+        ),
+    }
+    components
+}
+
+/// One component at `cpath`; `None` (with an error) when it is not a mapping. A bad key or
+/// factor is an error but the component is still returned.
+fn component(cx: &mut Ctx, cpath: &str, key: &str, c: &Value) -> Option<Component> {
+    if !values::valid_tres_name(key) {
+        cx.error(
+            "config-bad-tres",
+            format!("`{cpath}`: `{key}` is not a TRES name"),
+            "component keys are Slurm TRES names: `cpu`, `mem`, `node`, `billing`, `gres/gpu`",
+        );
+    }
+    let mut comp = Component { unit_factor: 1.0, targets: BTreeMap::new() };
+    let Value::Object(cm) = c else {
+        cx.error(
+            "config-wrong-type",
+            format!("`{cpath}` must be a mapping, found {}", kind(c)),
+            "give measured_unit, accounting_type, unit_factor",
+        );
+        return None;
+    };
+    match cm.get("unit_factor") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f.is_finite() && f >= 0.0) => {
+            comp.unit_factor = n.as_f64().unwrap_or(1.0)
+        }
+        Some(other) => cx.error(
+            "config-bad-value",
+            format!("`{cpath}.unit_factor` must be a number >= 0, found {other}"),
+            "e.g. 60000 for CPU k-hours",
+        ),
+    }
+    match cm.get("target_components") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(tm)) => {
+            for (t, tv) in tm {
+                let tpath = format!("{cpath}.target_components.{t}");
+                if !values::valid_tres_name(t) {
+                    cx.error(
+                        "config-bad-tres",
+                        format!("`{tpath}`: `{t}` is not a TRES name"),
+                        "target keys are Slurm TRES names: `cpu`, `mem`, `gres/gpu`",
+                    );
+                }
+                match tv.get("factor").and_then(Value::as_f64) {
+                    Some(f) if f.is_finite() && f >= 0.0 => {
+                        comp.targets.insert(t.clone(), f);
+                    }
+                    _ => cx.error(
+                        "config-bad-value",
+                        format!("`{tpath}.factor` must be a number >= 0"),
+                        "write `{factor: 60}`",
+                    ),
+                }
+            }
+        }
+        Some(other) => cx.error(
+            "config-wrong-type",
+            format!("`{cpath}.target_components` must be a mapping, found {}", kind(other)),
+            "write `target_components: {cpu: {factor: 60}}`",
+        ),
+    }
+    Some(comp)
 }
