@@ -1241,3 +1241,36 @@ default u0 p0
     );
     assert_pair_ok(&current, &desired);
 }
+
+/// BUG (found by `plans_are_safe_and_converge` in CI): an account moves to a new parent and
+/// takes a new DefaultQOS; a user row under it has its own list without that QoS. The
+/// re-parent phase gave the account its final QoS before the move without asking whether
+/// Slurm 22.05 takes that command with the user rows under it (it does not: the row lacks the
+/// new DefaultQOS), so no order was found. Safe plan: pin, move, then the QoS phase widens the
+/// row, sets the account and returns the row to its list.
+#[test]
+fn reparent_with_new_default_over_user_row_with_own_list() {
+    let qos = "qos a {\"description\":\"a\"}
+qos normal {\"description\":\"normal\"}
+qos paused {\"description\":\"paused\"}
+";
+    let current = format!(
+        "{qos}cluster c1
+account root - qos=normal def=-
+account p1 root qos=a,normal def=a
+account p2 p1 qos=inherit def=a
+user u0 p2 - qos=paused def=paused
+default u0 p2
+"
+    );
+    let desired = format!(
+        "{qos}cluster c1
+account root - qos=normal def=-
+account p1 root qos=a,normal def=a
+account p2 root qos=inherit def=normal
+user u0 p2 - qos=paused def=paused
+default u0 p2
+"
+    );
+    assert_pair_ok(&current, &desired);
+}

@@ -41,7 +41,7 @@ pub(super) fn reparents(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> 
 
 /// Before moving `name` under `parent`, make sure no association in its subtree ends up with
 /// a DefaultQOS outside its QoS list: first try giving the account its final QoS settings
-/// before the move; else pin its list (old ∪ new) and DefaultQOS, and widen explicit lists
+/// before the move (when Slurm 22.05 would take that command here, user rows included); else pin its list (old ∪ new) and DefaultQOS, and widen explicit lists
 /// below it that would inherit the new parent's DefaultQOS. The QoS phase sets final values.
 fn make_move_safe(
     b: &mut Builder<'_>,
@@ -59,13 +59,15 @@ fn make_move_safe(
     let mut fin = have.clone();
     fin.qos = want.qos.clone();
     fin.default_qos = want.default_qos.clone();
+    let set = qos_set(&have, want);
     if fin != have
         && rules::check_account_change(c, name, &fin).is_ok()
+        && rules::check_user_rows_for_account_qos(c, name, &set).is_ok()
         && rules::check_reparent_with(c, name, parent, &fin).is_ok()
     {
         return b.emit(
             Phase::Reparent,
-            Command::ModifyAccount { cluster: cname.clone(), names: vec![name.clone()], set: qos_set(&have, want) },
+            Command::ModifyAccount { cluster: cname.clone(), names: vec![name.clone()], set },
             vec![acct_addr(cname, name)],
             Some("final QoS first, so the move keeps every DefaultQOS valid"),
         );
