@@ -1,4 +1,4 @@
-//! Layer 1: Waldur exports + the site's `waldur-site-agent-config.yaml` -> a desired-state YAML
+//! Layer 4 (docs/architecture.md): Waldur exports + the site's `waldur-site-agent-config.yaml` -> a desired-state YAML
 //! text (format version 1, `docs/desired-format.md`), which `desired::load_str` accepts.
 //!
 //! - [`config`]: reads the agent config, picks one SLURM offering, and checks every
