@@ -88,6 +88,15 @@ fn fits_alone(assocs: usize, txn_bytes: usize) -> bool {
 /// The effective QoS list and DefaultQOS an association inherits.
 type Effective = (BTreeSet<Name>, Option<Name>);
 
+/// A new account a load step can create, with what its users need from it: what it passes on
+/// (QoS), the bytes of its 24.11 lineage, and its own txn bytes (each measured once).
+struct NewAccount {
+    load: LoadAccount,
+    passes_on: Effective,
+    lineage: usize,
+    txn: usize,
+}
+
 /// The load steps for cluster `cname` (possibly none), each with the addresses it serves.
 /// `accounts`/`users` are the objects the diff names on this cluster.
 pub fn loads(
@@ -105,14 +114,13 @@ pub fn loads(
         return Vec::new();
     }
     let new_users = new_users(sim, cname, d, users, &new_accounts);
-    let list: Vec<LoadAccount> = new_accounts.into_values().map(|(a, _)| a).collect();
-    let mut list = list;
+    let mut list: Vec<(LoadAccount, usize)> = new_accounts.into_values().map(|a| (a.load, a.txn)).collect();
     // parents first (depth in the desired tree), then by name
-    list.sort_by_key(|a| (d.accounts.depth(a.name.as_str()), a.name.clone()));
-    if load::size(&list, &new_users) < min_assocs {
+    list.sort_by_key(|(a, _)| (d.accounts.depth(a.name.as_str()), a.name.clone()));
+    if list.len() + new_users.iter().map(|(u, _)| u.rows.len()).sum::<usize>() < min_assocs {
         return Vec::new();
     }
-    chunks(cname, list, new_users, &|a: &Name| lineage_bytes(d, a))
+    chunks(cname, list, new_users)
 }
 
 /// Accounts new everywhere whose parent exists or is new too, whose settings the flat file
@@ -124,7 +132,7 @@ fn new_accounts(
     d: &ClusterState,
     desired: &State,
     touched: &BTreeSet<Name>,
-) -> BTreeMap<Name, (LoadAccount, Effective)> {
+) -> BTreeMap<Name, NewAccount> {
     let mut missing: Vec<(usize, &Name)> = touched
         .iter()
         .filter(|n| d.accounts.contains(n.as_str()) && !c.accounts.contains(n.as_str()))
@@ -132,11 +140,11 @@ fn new_accounts(
         .map(|n| (d.accounts.depth(n.as_str()), n))
         .collect();
     missing.sort();
-    let mut out: BTreeMap<Name, (LoadAccount, Effective)> = BTreeMap::new();
+    let mut out: BTreeMap<Name, NewAccount> = BTreeMap::new();
     for (_, n) in missing {
         let parent = d.accounts.parent(n.as_str()).cloned().unwrap_or_else(crate::model::names::root);
         let inherited: Effective = match out.get(&parent) {
-            Some((_, eff)) => eff.clone(),
+            Some(a) => a.passes_on.clone(),
             None if c.accounts.contains(parent.as_str()) => {
                 (c.accounts.effective_qos(parent.as_str()), c.accounts.effective_default_qos(parent.as_str()).cloned())
             }
@@ -157,10 +165,13 @@ fn new_accounts(
             organization: record.organization.unwrap_or(org_default),
             set: AssocSet::from_assoc(want),
         };
-        if load::problems(std::slice::from_ref(&account), &[]).is_empty()
-            && fits_alone(1, account_txn_bytes(cname, &account, lineage_bytes(d, n)))
-        {
-            out.insert(n.clone(), (account, (eff, default)));
+        if !load::problems(std::slice::from_ref(&account), &[]).is_empty() {
+            continue;
+        }
+        let lineage = lineage_bytes(d, n);
+        let txn = account_txn_bytes(cname, &account, lineage);
+        if fits_alone(1, txn) {
+            out.insert(n.clone(), NewAccount { load: account, passes_on: (eff, default), lineage, txn });
         }
     }
     out
@@ -174,8 +185,8 @@ fn new_users(
     cname: &Name,
     d: &ClusterState,
     touched: &BTreeSet<UserKey>,
-    accounts: &BTreeMap<Name, (LoadAccount, Effective)>,
-) -> Vec<LoadUser> {
+    accounts: &BTreeMap<Name, NewAccount>,
+) -> Vec<(LoadUser, usize)> {
     let candidates: BTreeSet<&Name> =
         touched.iter().filter(|k| accounts.contains_key(&k.account)).map(|k| &k.user).collect();
     if candidates.is_empty() {
@@ -194,7 +205,7 @@ fn new_users(
         let Some(default_account) = d.defaults.get(user) else { continue };
         let mut load_rows = Vec::new();
         for (k, a) in rows {
-            let Some((_, (eff, def))) = accounts.get(&k.account) else { continue 'users };
+            let Some(NewAccount { passes_on: (eff, def), .. }) = accounts.get(&k.account) else { continue 'users };
             if k.partition.is_some() {
                 continue 'users;
             }
@@ -205,10 +216,13 @@ fn new_users(
             load_rows.push(LoadRow { account: k.account.clone(), set: AssocSet::from_assoc(a) });
         }
         let u = LoadUser { name: user.clone(), default_account: default_account.clone(), rows: load_rows };
-        if load::problems(&[], std::slice::from_ref(&u)).is_empty()
-            && fits_alone(u.rows.len(), user_txn_bytes(cname, &u, &|a: &Name| lineage_bytes(d, a)))
-        {
-            out.push(u);
+        if !load::problems(&[], std::slice::from_ref(&u)).is_empty() {
+            continue;
+        }
+        // every row's account is one of `accounts` (checked above)
+        let txn = user_txn_bytes(cname, &u, &|a: &Name| accounts[a].lineage);
+        if fits_alone(u.rows.len(), txn) {
+            out.push((u, txn));
         }
     }
     out
@@ -216,12 +230,12 @@ fn new_users(
 
 /// Steps of at most [`LOAD_CHUNK_ASSOCS`] associations and [`LOAD_CHUNK_TXN_BYTES`] txn bytes:
 /// accounts first, then users, a user's rows never split, so every line names only accounts of
-/// its own or an earlier chunk. Every object fits alone (`fits_alone`), so no step passes a bound.
+/// its own or an earlier chunk. Each object comes with its txn bytes; every object fits alone
+/// (`fits_alone`), so no step passes a bound.
 fn chunks(
     cname: &Name,
-    accounts: Vec<LoadAccount>,
-    users: Vec<LoadUser>,
-    lineage: &dyn Fn(&Name) -> usize,
+    accounts: Vec<(LoadAccount, usize)>,
+    users: Vec<(LoadUser, usize)>,
 ) -> Vec<(Command, Vec<String>)> {
     let mut out = Vec::new();
     let mut cur: (Vec<LoadAccount>, Vec<LoadUser>) = (Vec::new(), Vec::new());
@@ -241,8 +255,7 @@ fn chunks(
         }
         out.push((Command::Load { cluster: cname.clone(), accounts, users }, objects));
     };
-    for a in accounts {
-        let b = account_txn_bytes(cname, &a, lineage(&a.name));
+    for (a, b) in accounts {
         if assocs + 1 > LOAD_CHUNK_ASSOCS || bytes + b > LOAD_CHUNK_TXN_BYTES {
             flush(&mut cur, &mut out);
             (assocs, bytes) = (0, 0);
@@ -250,8 +263,7 @@ fn chunks(
         (assocs, bytes) = (assocs + 1, bytes + b);
         cur.0.push(a);
     }
-    for u in users {
-        let b = user_txn_bytes(cname, &u, lineage);
+    for (u, b) in users {
         if assocs + u.rows.len() > LOAD_CHUNK_ASSOCS || bytes + b > LOAD_CHUNK_TXN_BYTES {
             flush(&mut cur, &mut out);
             (assocs, bytes) = (0, 0);
@@ -367,6 +379,30 @@ mod tests {
         Name::keep_case(&s, k).unwrap()
     }
 
+    /// [`chunks`] of objects measured with `lineage`.
+    fn chunks_of(
+        cname: &Name,
+        accounts: Vec<LoadAccount>,
+        users: Vec<LoadUser>,
+        lineage: &dyn Fn(&Name) -> usize,
+    ) -> Vec<(Command, Vec<String>)> {
+        let accounts = accounts
+            .into_iter()
+            .map(|a| {
+                let bytes = account_txn_bytes(cname, &a, lineage(&a.name));
+                (a, bytes)
+            })
+            .collect();
+        let users = users
+            .into_iter()
+            .map(|u| {
+                let bytes = user_txn_bytes(cname, &u, lineage);
+                (u, bytes)
+            })
+            .collect();
+        chunks(cname, accounts, users)
+    }
+
     /// The txn bytes and associations of each step `chunks` makes.
     fn bounds_of(
         cname: &Name,
@@ -421,7 +457,7 @@ mod tests {
         let (n_accounts, n_assocs) = (accounts.len(), load::size(&accounts, &users));
         // as deep as 32 levels of 64-byte names
         let lineage = |_: &Name| 32 * 65 + 1;
-        let steps = chunks(&cname, accounts, users, &lineage);
+        let steps = chunks_of(&cname, accounts, users, &lineage);
         let b = bounds_of(&cname, &steps, &lineage);
         assert!(b.len() > 2, "{b:?}");
         for (assocs, bytes) in &b {
@@ -432,7 +468,7 @@ mod tests {
         assert!(b.iter().all(|(a, _)| *a < LOAD_CHUNK_ASSOCS - 3), "{b:?}");
         // with a shallow tree the association count binds
         let shallow = |a: &Name| a.as_str().len() + 2;
-        let b2 = bounds_of(&cname, &chunks(&cname, Vec::new(), mk_users(), &shallow), &shallow);
+        let b2 = bounds_of(&cname, &chunks_of(&cname, Vec::new(), mk_users(), &shallow), &shallow);
         assert!(b2.iter().all(|(a, t)| *a <= LOAD_CHUNK_ASSOCS && *t <= LOAD_CHUNK_TXN_BYTES), "{b2:?}");
         assert!(b2.iter().any(|(a, _)| *a > LOAD_CHUNK_ASSOCS - 3), "{b2:?}");
         assert_eq!(b.iter().map(|(a, _)| a).sum::<usize>(), n_assocs);
@@ -469,7 +505,7 @@ mod tests {
             })
             .collect();
         let lineage = |a: &Name| a.as_str().len() + 2;
-        let b = bounds_of(&cname, &chunks(&cname, accounts, Vec::new(), &lineage), &lineage);
+        let b = bounds_of(&cname, &chunks_of(&cname, accounts, Vec::new(), &lineage), &lineage);
         assert_eq!(b.iter().map(|(a, _)| *a).collect::<Vec<_>>(), [15, 15, 10], "{b:?}");
     }
 }
