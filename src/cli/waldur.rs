@@ -7,11 +7,13 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use slurmplan::waldur::fetch::{self, Access, FetchError, Progress, Summary};
+use slurmplan::apply::signals::{self, StopOnSignal};
+use slurmplan::waldur::fetch::{self, Access, FetchError, PageDir, Progress, Summary};
 use slurmplan::waldur::{self, BuildOptions, Settings};
 
 use super::commands::{failed, print_diags, write_atomic};
@@ -104,6 +106,7 @@ impl ApiArgs {
             page_size: self.page_size,
             ca_cert: self.ca_cert.clone(),
             jobs: usize::from(self.jobs),
+            max_pages: fetch::MAX_PAGES,
         }
     }
 }
@@ -144,8 +147,16 @@ fn load(config: &Path, offering: Option<&str>, api: bool) -> Result<(Settings, O
     Ok((settings, access))
 }
 
-/// Fetch into `dir` (existing and empty), drawing progress on a terminal.
-fn fetch_into(access: &Access, api: &ApiArgs, dir: &Path, quiet: bool) -> Result<Summary, Failure> {
+/// Fetch into `dir` (existing and empty), drawing progress on a terminal. The fetch runs on a
+/// thread of its own while this one watches `stop`: on SIGINT or SIGTERM `dir` is removed at
+/// once (a request in flight is abandoned, not waited for) and the run fails with exit 1.
+fn fetch_into(
+    access: &Arc<Access>,
+    api: &ApiArgs,
+    dir: &Arc<PageDir>,
+    quiet: bool,
+    stop: &StopOnSignal,
+) -> Result<Summary, Failure> {
     let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new_spinner();
         b.set_style(
@@ -156,33 +167,50 @@ fn fetch_into(access: &Access, api: &ApiArgs, dir: &Path, quiet: bool) -> Result
         b.set_message(format!("GET {}", access.api));
         b
     });
-    let mut report = |p: Progress<'_>| match p {
-        Progress::Page { list, page, received, total } => {
-            if let Some(b) = &bar {
-                let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
-                b.set_message(format!("{list}: page {page}, {received}{of} received"));
-            }
-        }
-        Progress::Teams { done, total } => {
-            if let Some(b) = &bar {
-                b.set_message(format!("teams: {done} of {total} resources"));
-            }
-        }
-        Progress::Retry { url, reason, attempt, attempts, wait } => {
-            if !quiet {
-                let line = format!(
-                    "warning[waldur-retry]: GET {url}: {reason}; try {} of {attempts} in {} s",
-                    attempt + 1,
-                    wait.as_secs_f64()
-                );
-                match &bar {
-                    Some(b) => b.suspend(|| eprintln!("{line}")),
-                    None => eprintln!("{line}"),
+    let worker = {
+        let (access, dir, bar, opts) = (access.clone(), dir.clone(), bar.clone(), api.options());
+        std::thread::spawn(move || {
+            let mut report = |p: Progress<'_>| match p {
+                Progress::Page { list, page, received, total } => {
+                    if let Some(b) = &bar {
+                        let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+                        b.set_message(format!("{list}: page {page}, {received}{of} received"));
+                    }
                 }
-            }
-        }
+                Progress::Teams { done, total } => {
+                    if let Some(b) = &bar {
+                        b.set_message(format!("teams: {done} of {total} resources"));
+                    }
+                }
+                Progress::Retry { url, reason, attempt, attempts, wait } => {
+                    if !quiet {
+                        let line = format!(
+                            "warning[waldur-retry]: GET {url}: {reason}; try {} of {attempts} in {} s",
+                            attempt + 1,
+                            wait.as_secs_f64()
+                        );
+                        match &bar {
+                            Some(b) => b.suspend(|| eprintln!("{line}")),
+                            None => eprintln!("{line}"),
+                        }
+                    }
+                }
+            };
+            fetch::fetch(&access, &opts, &dir, &mut report)
+        })
     };
-    let result = fetch::fetch(access, &api.options(), dir, &mut report);
+    let result = loop {
+        if worker.is_finished() {
+            break worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        }
+        if let Some(sig) = stop.received() {
+            if let Some(b) = &bar {
+                b.finish_and_clear();
+            }
+            return Err(stopped(sig, dir));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -196,25 +224,43 @@ fn fetch_into(access: &Access, api: &ApiArgs, dir: &Path, quiet: bool) -> Result
     Ok(s)
 }
 
-/// Fetch into a sibling of `target`, check that it loads, then swap it into place. On any error
-/// `target` is left as it was.
-fn fetch_replacing(access: &Access, api: &ApiArgs, target: &Path, quiet: bool) -> Result<(), Failure> {
+/// Stopped by `sig`: `dir` (the partial pages) removed, the failure to report.
+fn stopped(sig: i32, dir: &PageDir) -> Failure {
+    let f = Failure::new(format!("stopped by {}; the fetch was abandoned", signals::name(sig)));
+    match dir.abandon() {
+        Ok(()) => f,
+        Err(e) => f.cause(format!("`{}` could not be removed: {e}", dir.path().display())),
+    }
+}
+
+/// Fetch into a sibling of `target`, check that it loads, then swap it into place. On any error,
+/// and on SIGINT/SIGTERM, `target` is left as it was and the sibling removed.
+fn fetch_replacing(access: &Arc<Access>, api: &ApiArgs, target: &Path, quiet: bool) -> Result<(), Failure> {
     let kept = format!("`{}` was left as it was", target.display());
-    let staged = fetch::staging_dir(target).map_err(fetch_failure)?;
-    if let Err(f) = fetch_into(access, api, &staged, quiet) {
-        let _ = std::fs::remove_dir_all(&staged);
+    let stop = StopOnSignal::install();
+    let staged = Arc::new(PageDir::new(fetch::staging_dir(target).map_err(fetch_failure)?));
+    if let Err(f) = fetch_into(access, api, &staged, quiet, &stop) {
+        let _ = staged.abandon();
         return Err(f.cause(kept));
     }
-    if let Err(mut d) = waldur::load_export(&staged) {
-        return Err(failed(&mut d, |n| format!("the fetched export has {n} error(s); {kept}"))
-            .hint(format!("the fetched pages are in `{}` for inspection; remove it afterwards", staged.display())));
+    if let Err(mut d) = waldur::load_export(staged.path()) {
+        if let Some(sig) = stop.received() {
+            return Err(stopped(sig, &staged).cause(kept));
+        }
+        return Err(failed(&mut d, |n| format!("the fetched export has {n} error(s); {kept}")).hint(format!(
+            "the fetched pages are in `{}` for inspection; remove it afterwards",
+            staged.path().display()
+        )));
     }
-    fetch::replace_dir(&staged, target).map_err(fetch_failure)
+    if let Some(sig) = stop.received() {
+        return Err(stopped(sig, &staged).cause(kept));
+    }
+    fetch::replace_dir(staged.path(), target).map_err(fetch_failure)
 }
 
 fn fetch_cmd(a: FetchArgs) -> Outcome {
     let (_, access) = load(&a.config, a.offering.as_deref(), true)?;
-    let Some(access) = access else { unreachable!("load() returns the access when asked") };
+    let Some(access) = access.map(Arc::new) else { unreachable!("load() returns the access when asked") };
     fetch_replacing(&access, &a.api, &a.out, a.quiet)?;
     if !a.quiet {
         eprintln!(
@@ -244,9 +290,13 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
         }
     };
     let (settings, access) = load(&a.config, a.offering.as_deref(), a.from_api)?;
+    let access = access.map(Arc::new);
     let mut warnings = Vec::new();
     // Where the export is read from, and what messages call it.
     let mut _temp = None;
+    // While a fetched temporary export exists: SIGINT/SIGTERM stop the build before it writes,
+    // and the directory is removed on the way out.
+    let mut stop = None;
     let (dir, source) = match (&a.export, &access, &a.keep_export) {
         (Some(dir), _, _) => (dir.clone(), format!("the export in `{}`", dir.display())),
         (None, Some(access), Some(keep)) => {
@@ -259,7 +309,8 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
             fetch::create_private_dir(&dir)
                 .map_err(|e| Failure::new(format!("cannot create `{}`", dir.display())).cause(e.to_string()))?;
             let temp = TempDir(dir.clone());
-            fetch_into(access, &a.api, &dir, a.quiet)?;
+            let pages = Arc::new(PageDir::new(dir.clone()));
+            fetch_into(access, &a.api, &pages, a.quiet, stop.insert(StopOnSignal::install()))?;
             _temp = Some(temp);
             (dir, format!("the export fetched from `{}`", access.api))
         }
@@ -310,6 +361,9 @@ fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
         print_diags(&mut d);
         return Err(Failure::new("the generated desired state does not load; nothing was written")
             .hint("this is a slurmplan bug; please report it with the config (token removed) and the export"));
+    }
+    if let Some(sig) = stop.as_ref().and_then(StopOnSignal::received) {
+        return Err(Failure::new(format!("stopped by {}; nothing was written", signals::name(sig))));
     }
     write_atomic(&a.output, &built.yaml)?;
     if !a.quiet {

@@ -52,10 +52,136 @@ impl Token {
         (!s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic())).then_some(Token(s))
     }
 
-    /// `text` with every occurrence of the token replaced by `<redacted>`.
+    /// `text` with every occurrence of the token replaced by `<redacted>` (see [`Token::shown`]).
     pub fn scrub(&self, text: &str) -> String {
-        text.replace(self.0.as_str(), "<redacted>")
+        let mut out = text.to_string();
+        for form in self.forms() {
+            out = replace_ignoring_case(&out, &form, REDACTED);
+        }
+        redact_pieces(&out, self.0.as_bytes())
     }
+
+    /// A server's text (a body, a header, an error of the HTTP library) as it may appear in a
+    /// message: on one line with control characters escaped, then scrubbed of the token, then
+    /// cut after `chars` characters (`...`). Scrubbing comes before the cut, so that a cut
+    /// cannot leave a piece of the token behind; only the first [`SCANNED`] bytes are looked at.
+    pub fn shown(&self, text: &str, chars: usize) -> String {
+        let mut end = text.len().min(SCANNED);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut line = String::with_capacity(end);
+        for word in text[..end].split_whitespace() {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            for c in word.chars() {
+                if c.is_control() {
+                    line.extend(c.escape_default());
+                } else {
+                    line.push(c);
+                }
+            }
+        }
+        let scrubbed = self.scrub(&line);
+        match scrubbed.char_indices().nth(chars) {
+            Some((i, _)) => format!("{}...", &scrubbed[..i]),
+            None => scrubbed,
+        }
+    }
+
+    /// The whole token as a server may quote it: as is, percent-encoded, JSON-escaped.
+    fn forms(&self) -> Vec<String> {
+        let t = self.0.as_str();
+        let percent: String = t
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let json = serde_json::to_string(t).unwrap_or_default();
+        let json = json.trim_matches('"').to_string();
+        let mut forms = vec![t.to_string(), percent, json.replace('/', "\\/"), json];
+        forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        forms.dedup();
+        forms
+    }
+}
+
+const REDACTED: &str = "<redacted>";
+/// Bytes of a server's text that [`Token::shown`] looks at.
+const SCANNED: usize = 64 << 10;
+/// A run of this many characters of the token, anywhere in it, is scrubbed as the whole token is
+/// (a server that cuts the header it quotes leaves a piece of the token).
+const TOKEN_PIECE: usize = 8;
+
+/// `text` with every ASCII-case-insensitive occurrence of `what` (ASCII) replaced by `with`.
+fn replace_ignoring_case(text: &str, what: &str, with: &str) -> String {
+    let (t, w) = (text.as_bytes(), what.as_bytes());
+    if w.is_empty() || t.len() < w.len() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut copied) = (0, 0);
+    while i + w.len() <= t.len() {
+        if t[i..i + w.len()].eq_ignore_ascii_case(w) {
+            out.push_str(&text[copied..i]);
+            out.push_str(with);
+            i += w.len();
+            copied = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// `text` with every run of at least [`TOKEN_PIECE`] characters (fewer for a shorter token)
+/// that is a piece of `token` (ASCII letter case ignored) replaced by `<redacted>`.
+fn redact_pieces(text: &str, token: &[u8]) -> String {
+    let t = text.as_bytes();
+    let min = TOKEN_PIECE.min(token.len()).max(1);
+    let mut in_token = [false; 256];
+    for b in token {
+        in_token[usize::from(b.to_ascii_lowercase())] = true;
+        in_token[usize::from(b.to_ascii_uppercase())] = true;
+    }
+    let mut covered = vec![false; t.len()];
+    for i in 0..t.len() {
+        if !in_token[usize::from(t[i])] {
+            continue;
+        }
+        let longest = (0..token.len())
+            .map(|j| t[i..].iter().zip(&token[j..]).take_while(|(a, b)| a.eq_ignore_ascii_case(b)).count())
+            .max()
+            .unwrap_or(0);
+        if longest >= min {
+            covered[i..i + longest].iter_mut().for_each(|c| *c = true);
+        }
+    }
+    // The covered bytes match ASCII token bytes, so each run starts and ends on a char boundary.
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < t.len() {
+        if covered[i] {
+            while i < t.len() && covered[i] {
+                i += 1;
+            }
+            out.push_str(REDACTED);
+        } else {
+            let start = i;
+            while i < t.len() && !covered[i] {
+                i += 1;
+            }
+            out.push_str(&text[start..i]);
+        }
+    }
+    out
 }
 
 /// A failed fetch: what failed (with the URL, never the token), why, and what to do.
@@ -110,15 +236,20 @@ pub fn load_access(path: &Path, text: &str, index: usize) -> Result<Access, Fetc
         FetchError::new(format!("`{file}` has no `{base}`"), "point --config at the site agent's config")
     })?;
     let string = |key: &str| off.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
-    let url = string("waldur_api_url").ok_or_else(|| {
-        FetchError::new(
-            format!("`{file}`: `{base}.waldur_api_url` is missing"),
-            "set it to the Waldur API root, e.g. `https://waldur.example.org/api/`",
-        )
-    })?;
-    let api = api_root(url).map_err(|why| {
-        FetchError::new(format!("`{file}`: `{base}.waldur_api_url` `{url}` {why}"), "use `https://HOST/api/`")
-    })?;
+    let token = match off.get("waldur_api_token") {
+        Some(Value::String(s)) if !s.trim().is_empty() => Token::new(s.trim().to_string()).ok_or_else(|| {
+            FetchError::new(
+                format!("`{file}`: `{base}.waldur_api_token` has spaces or control characters (not shown)"),
+                "copy the token again from Waldur (user profile -> API token)",
+            )
+        })?,
+        _ => {
+            return Err(FetchError::new(
+                format!("`{file}`: `{base}.waldur_api_token` is missing or empty"),
+                "slurmplan authenticates with the static API token only (OIDC client credentials are not supported); set waldur_api_token",
+            ));
+        }
+    };
     if let Some(Value::Number(n)) = off.get("waldur_offering_uuid") {
         // All digits (or digits with one `e`) is a number to YAML, and leading zeros are gone.
         return Err(FetchError::new(
@@ -138,54 +269,134 @@ pub fn load_access(path: &Path, text: &str, index: usize) -> Result<Access, Fetc
             "copy the offering's UUID from Waldur (32 hex digits)",
         ));
     }
-    let token = match off.get("waldur_api_token") {
-        Some(Value::String(s)) if !s.trim().is_empty() => Token::new(s.trim().to_string()).ok_or_else(|| {
-            FetchError::new(
-                format!("`{file}`: `{base}.waldur_api_token` has spaces or control characters (not shown)"),
-                "copy the token again from Waldur (user profile -> API token)",
-            )
-        })?,
-        _ => {
-            return Err(FetchError::new(
-                format!("`{file}`: `{base}.waldur_api_token` is missing or empty"),
-                "slurmplan authenticates with the static API token only (OIDC client credentials are not supported); set waldur_api_token",
-            ));
-        }
-    };
+    let url = string("waldur_api_url").ok_or_else(|| {
+        FetchError::new(
+            format!("`{file}`: `{base}.waldur_api_url` is missing"),
+            "set it to the Waldur API root, e.g. `https://waldur.example.org/api/`",
+        )
+    })?;
+    let api = api_root(url).map_err(|why| {
+        FetchError::new(
+            format!(
+                "`{file}`: `{base}.waldur_api_url` `{}` {}",
+                token.shown(&without_userinfo(url), 200),
+                token.shown(&why, 300)
+            ),
+            "use `https://HOST/api/` (plain `http://` only to 127.0.0.1, [::1] or localhost)",
+        )
+    })?;
     let verify_ssl_off = off.get("verify_ssl").and_then(Value::as_bool) == Some(false);
     Ok(Access { api, offering_uuid: offering_uuid.to_string(), token, verify_ssl_off })
 }
 
 /// `https://host[:port][/prefix][/api][/]` -> `https://host[:port][/prefix]/api/` (the agent
-/// appends `/api/...` to the URL without its `/api`). Plain http only to this machine.
-fn api_root(url: &str) -> Result<String, &'static str> {
-    let rest = if let Some(r) = url.strip_prefix("https://") {
-        r
-    } else if let Some(r) = url.strip_prefix("http://") {
-        let host = r.split('/').next().unwrap_or("");
-        let host = match host.strip_prefix('[') {
-            Some(v6) => v6.split(']').next().unwrap_or(""),
-            None => host.split(':').next().unwrap_or(""),
-        };
-        if !(host == "localhost" || host == "::1" || host.starts_with("127.")) {
-            return Err("is plain http to another host: the API token would cross the network unencrypted");
-        }
-        r
-    } else {
-        return Err("does not start with https://");
+/// appends `/api/...` to the URL without its `/api`). Parsed by the parser ureq itself uses
+/// (`http::Uri`), so the host checked here is the host ureq connects to. No user or password
+/// (`USER@HOST`: the part before `@` is not the host). Plain http only to this machine: a
+/// loopback IP literal (127.0.0.0/8, `[::1]`) or exactly `localhost`.
+fn api_root(url: &str) -> Result<String, String> {
+    if url.contains(['?', '#']) || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("has a query, fragment or space".into());
+    }
+    let scheme = match url.split_once("://") {
+        Some((s, _)) if s.eq_ignore_ascii_case("https") => "https",
+        Some((s, _)) if s.eq_ignore_ascii_case("http") => "http",
+        _ => return Err("does not start with https://".into()),
     };
-    if rest.is_empty() || rest.starts_with('/') {
-        return Err("has no host");
+    let uri: ureq::http::Uri = url.parse().map_err(|e: ureq::http::uri::InvalidUri| format!("is not a URL ({e})"))?;
+    let Some(authority) = uri.authority().filter(|a| !a.host().is_empty()) else {
+        return Err("has no host".into());
+    };
+    if authority.as_str().contains('@') {
+        return Err(format!(
+            "has a user name or password before `@`: refused (the request would go to the host `{}`, after the `@`)",
+            authority.host()
+        ));
     }
-    if rest.contains(['?', '#', ' ']) {
-        return Err("has a query, fragment or space");
+    if scheme == "http" && !is_loopback(authority.host()) {
+        return Err(format!(
+            "is plain http to another host than this machine (`{}`): the API token would cross the network unencrypted",
+            authority.host()
+        ));
     }
-    let scheme_len = url.len() - rest.len();
-    let mut root = url.trim_end_matches('/').to_string();
-    if root.len() > scheme_len && root.ends_with("/api") {
+    let mut root = format!("{scheme}://{authority}{}", uri.path()).trim_end_matches('/').to_string();
+    if root.len() > format!("{scheme}://{authority}").len() && root.ends_with("/api") {
         root.truncate(root.len() - "/api".len());
     }
     Ok(format!("{root}/api/"))
+}
+
+/// 127.0.0.0/8 and `[::1]` as IP literals, or exactly `localhost`.
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a.is_loopback())
+        || host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .and_then(|h| h.parse::<std::net::Ipv6Addr>().ok())
+            .is_some_and(|a| a.is_loopback())
+}
+
+/// A URL as a message may show it: what stands before an `@` in its authority (a user and
+/// password) replaced by `<userinfo>`.
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://<userinfo>{}", &rest[at..]),
+        None => url.to_string(),
+    }
+}
+
+/// The proxy the requests to `api` go through, from the environment (`var` reads it):
+///
+/// - plain http (this machine only): none, whatever the environment says; a proxy would read
+///   the token.
+/// - https: the first non-empty of `https_proxy`, `HTTPS_PROXY`, `all_proxy`, `ALL_PROXY`
+///   (`http_proxy`/`HTTP_PROXY` are for http URLs, as curl reads them), unless `no_proxy` (or
+///   `NO_PROXY`) names the host: `*`, the host, or a domain it is in (`example.org` and
+///   `.example.org` both match `waldur.example.org`). Only `http://` and `https://` proxies: ureq
+///   reaches the server through them with `CONNECT HOST:PORT` (the request's headers are not in
+///   it), and TLS runs end to end inside the tunnel, so the token stays inside TLS. A SOCKS
+///   proxy or a value that is not a URL is an error (ureq would skip it silently).
+///
+/// ureq's own default (`Proxy::try_from_env`) takes the first of `ALL_PROXY`, ..., `HTTP_PROXY`
+/// for every request, plain http included; it is never used.
+pub fn proxy_for(api: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<Option<ureq::Proxy>, FetchError> {
+    let uri: ureq::http::Uri = api.parse().map_err(|_| FetchError::new(format!("`{api}` is not a URL"), ""))?;
+    if uri.scheme_str() != Some("https") {
+        return Ok(None);
+    }
+    let get = |name: &str| var(name).filter(|v| !v.trim().is_empty()).map(|v| (name.to_string(), v));
+    let Some((name, value)) = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].iter().find_map(|n| get(n))
+    else {
+        return Ok(None);
+    };
+    let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    if let Some((_, no_proxy)) = get("no_proxy").or_else(|| get("NO_PROXY")) {
+        let skip = no_proxy.split(',').map(|e| e.trim().to_ascii_lowercase()).any(|e| {
+            let domain = e.trim_start_matches("*.").trim_start_matches('.');
+            e == "*" || !domain.is_empty() && (host == domain || host.ends_with(&format!(".{domain}")))
+        });
+        if skip {
+            return Ok(None);
+        }
+    }
+    let hint = "set it to an http(s) proxy, `http://HOST:PORT` (it tunnels TLS with CONNECT), or unset it";
+    let proxy = ureq::Proxy::new(value.trim()).map_err(|_| {
+        // The value may hold the proxy's password: it is not shown.
+        FetchError::new(format!("`{name}` is not a proxy URL (its value is not shown)"), hint)
+    })?;
+    if !matches!(proxy.protocol(), ureq::ProxyProtocol::Http | ureq::ProxyProtocol::Https) {
+        return Err(FetchError::new(
+            format!(
+                "`{name}` is a {:?} proxy; slurmplan reaches Waldur only through http(s) CONNECT proxies",
+                proxy.protocol()
+            ),
+            hint,
+        ));
+    }
+    Ok(Some(proxy))
 }
 
 /// 32 hex digits, dashes allowed (both forms name the same Waldur object).
@@ -209,7 +420,13 @@ pub struct Options {
     pub ca_cert: Option<PathBuf>,
     /// Team requests in flight at once (at least 1).
     pub jobs: usize,
+    /// Pages read of one list at most ([`MAX_PAGES`]; the cli never changes it).
+    pub max_pages: u32,
 }
+
+/// The most pages of one list a fetch reads: 10,000 pages of 100 (the default `--page-size`)
+/// are a million items, far beyond any offering; a server that goes on is refused.
+pub const MAX_PAGES: u32 = 10_000;
 
 /// Reported while fetching (the cli draws it).
 #[derive(Debug, Clone, PartialEq)]
@@ -265,12 +482,60 @@ struct Client<'a> {
     summary: Summary,
 }
 
-/// Fetch the offering's export into `dir` (an existing, empty directory; see [`staging_dir`]).
-/// On error `dir` holds whatever arrived before it; the caller discards it.
+/// The directory a fetch writes its pages into (existing and empty; see [`staging_dir`]).
+/// [`PageDir::abandon`] removes it, from any thread (the cli's, on SIGINT/SIGTERM, while the
+/// fetch is still waiting for a server), and makes every later write fail: no page lands in it
+/// once it is gone.
+#[derive(Debug)]
+pub struct PageDir {
+    path: PathBuf,
+    open: std::sync::Mutex<bool>,
+}
+
+impl PageDir {
+    pub fn new(path: PathBuf) -> PageDir {
+        PageDir { path, open: std::sync::Mutex::new(true) }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> Result<(), FetchError> {
+        let open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let file = self.path.join(name);
+        if !*open {
+            return Err(FetchError::new(
+                format!("`{}` was abandoned; nothing more is written", self.path.display()),
+                "",
+            ));
+        }
+        std::fs::write(&file, bytes).map_err(|e| {
+            FetchError::new(
+                format!("cannot write `{}`", file.display()),
+                "check the space and permissions of the export directory's parent",
+            )
+            .cause(e.to_string())
+        })
+    }
+
+    /// Stop every later write and remove the directory with what it holds.
+    pub fn abandon(&self) -> io::Result<()> {
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *open = false;
+        match std::fs::remove_dir_all(&self.path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r,
+        }
+    }
+}
+
+/// Fetch the offering's export into `dir`. On error `dir` holds whatever arrived before it;
+/// the caller discards it.
 pub fn fetch(
     access: &Access,
     opts: &Options,
-    dir: &Path,
+    dir: &PageDir,
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<Summary, FetchError> {
     let mut tls = ureq::tls::TlsConfig::builder();
@@ -283,6 +548,7 @@ pub fn fetch(
         .user_agent(USER_AGENT)
         .max_redirects(0)
         .max_redirects_will_error(false)
+        .proxy(proxy_for(&access.api, &|name| std::env::var(name).ok())?)
         .tls_config(tls.build())
         .build();
     let mut c = Client { agent: config.into(), access, opts, summary: Summary::default() };
@@ -302,7 +568,7 @@ pub fn fetch(
         let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
         if !is_uuid(uuid) {
             return Err(FetchError::new(
-                format!("resource #{} of the offering has no valid `uuid` (`{}`)", i + 1, access.token.scrub(uuid)),
+                format!("resource #{} of the offering has no valid `uuid` (`{}`)", i + 1, access.token.shown(uuid, 80)),
                 "the API returned something that is not a marketplace resource; check waldur_api_url",
             ));
         }
@@ -342,7 +608,7 @@ fn fetch_teams(
     agent: &ureq::Agent,
     access: &Access,
     opts: &Options,
-    dir: &Path,
+    dir: &PageDir,
     live: &[String],
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
 ) -> Result<Summary, FetchError> {
@@ -443,11 +709,14 @@ fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, FetchErr
 impl Client<'_> {
     /// Every page of one list endpoint (`path` ends in `?` or carries a query), each written to
     /// `dir/<prefix>-<page>.json`. The total announced by the first page must match what arrived.
+    /// Bounded: an empty page ends the list; a list goes on for at most `ceil(total / items of
+    /// page 1) + 1` pages when the server announces its total, never more than
+    /// `opts.max_pages`, and never brings more items than announced.
     fn list(
         &mut self,
         list: &str,
         path: &str,
-        dir: &Path,
+        dir: &PageDir,
         prefix: &str,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<(Vec<Value>, u32), FetchError> {
@@ -455,19 +724,14 @@ impl Client<'_> {
         let mut all = Vec::new();
         let mut page = 1u32;
         let mut total = None;
+        let mut first_page_items = 0;
+        let not_waldur = "the server does not paginate like Waldur; check waldur_api_url";
         loop {
             let url = format!("{}{path}{sep}page={page}&page_size={}", self.access.api, self.opts.page_size);
             let p = self.get(&url, progress)?;
-            let file = dir.join(format!("{prefix}-{page:05}.json"));
-            std::fs::write(&file, &p.body).map_err(|e| {
-                FetchError::new(
-                    format!("cannot write `{}`", file.display()),
-                    "check the space and permissions of the export directory's parent",
-                )
-                .cause(e.to_string())
-            })?;
             if page == 1 {
                 total = p.total;
+                first_page_items = p.items.len();
             } else if p.total != total {
                 return Err(FetchError::new(
                     format!(
@@ -478,15 +742,52 @@ impl Client<'_> {
                     "run the fetch again",
                 ));
             }
+            if let Some(t) = total
+                && (all.len() + p.items.len()) as u64 > t
+            {
+                return Err(FetchError::new(
+                    format!(
+                        "GET {url}: the {list} list announced {t} item(s) (`X-Result-Count`) but {} arrived by page {page}",
+                        all.len() + p.items.len()
+                    ),
+                    not_waldur,
+                ));
+            }
+            dir.write(&format!("{prefix}-{page:05}.json"), &p.body)?;
+            let empty = p.items.is_empty();
             all.extend(p.items);
             progress(Progress::Page { list, page, received: all.len(), total });
             match p.next_page {
                 None => break,
-                Some(n) if n == page + 1 => page = n,
+                // an empty page ends the list, whatever its `Link` says
+                Some(_) if empty => break,
+                Some(n) if n == page + 1 => {
+                    if let Some(t) = total {
+                        let most = t.div_ceil(first_page_items.max(1) as u64) + 1;
+                        if u64::from(page) >= most {
+                            return Err(FetchError::new(
+                                format!(
+                                    "GET {url}: page {page} links to a next page, but {t} item(s) (`X-Result-Count`) at {first_page_items} a page make at most {most} page(s)"
+                                ),
+                                not_waldur,
+                            ));
+                        }
+                    }
+                    if page >= self.opts.max_pages {
+                        return Err(FetchError::new(
+                            format!(
+                                "GET {url}: the {list} list goes on past {} pages, the most slurmplan reads of one list",
+                                self.opts.max_pages
+                            ),
+                            "pass a larger --page-size (up to 300), or check waldur_api_url",
+                        ));
+                    }
+                    page = n;
+                }
                 Some(n) => {
                     return Err(FetchError::new(
                         format!("GET {url}: the `Link` header's next page is {n}, not {}", page + 1),
-                        "the server does not paginate like Waldur; check waldur_api_url",
+                        not_waldur,
                     ));
                 }
             }
@@ -568,7 +869,7 @@ impl Client<'_> {
             Ok(b) => b,
             Err(e) => {
                 return Err(Failed::Again {
-                    reason: format!("the body was cut off: {}", token.scrub(&e.to_string())),
+                    reason: format!("the body was cut off: {}", token.shown(&e.to_string(), 300)),
                     wait: None,
                 });
             }
@@ -603,7 +904,7 @@ impl Client<'_> {
                 Ok(n) => Some(n),
                 Err(_) => {
                     return Err(Failed::Fatal(FetchError::new(
-                        format!("GET {url}: `X-Result-Count` is `{}`, not a number", token.scrub(&c)),
+                        format!("GET {url}: `X-Result-Count` is `{}`, not a number", token.shown(&c, 40)),
                         "the server does not paginate like Waldur; check waldur_api_url",
                     )));
                 }
@@ -632,7 +933,7 @@ fn shown(n: Option<u64>) -> String {
 /// A transport error: retried unless it is about TLS or the URL (those need a fix, not a wait).
 /// rustls's refusals (an unknown issuer, a wrong name) arrive as I/O errors of kind InvalidData.
 fn transport(url: &str, e: ureq::Error, token: &Token) -> Failed {
-    let text = token.scrub(&e.to_string());
+    let text = token.shown(&e.to_string(), 300);
     let tls_io = matches!(&e, ureq::Error::Io(io) if io.kind() == io::ErrorKind::InvalidData);
     match e {
         _ if tls_io => Failed::Fatal(
@@ -656,8 +957,8 @@ fn transport(url: &str, e: ureq::Error, token: &Token) -> Failed {
     }
 }
 
-/// `: <detail>` from an error body (`{"detail": "..."}` as DRF sends it, else its first 200
-/// characters), on one line, scrubbed of the token.
+/// `: <detail>` from an error body (`{"detail": "..."}` as DRF sends it, else the body) as
+/// [`Token::shown`] shows it: on one line, scrubbed of the token, then cut after 200 characters.
 fn detail(body: &[u8], token: &Token) -> String {
     let text = match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => match m.get("detail") {
@@ -665,14 +966,10 @@ fn detail(body: &[u8], token: &Token) -> String {
             _ => Value::Object(m).to_string(),
         },
         Ok(v) => v.to_string(),
-        Err(_) => String::from_utf8_lossy(body).into_owned(),
+        Err(_) => String::from_utf8_lossy(&body[..body.len().min(SCANNED)]).into_owned(),
     };
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut short: String = one_line.chars().take(200).collect();
-    if short.len() < one_line.len() {
-        short.push_str("...");
-    }
-    if short.is_empty() { String::new() } else { format!(": {}", token.scrub(&short)) }
+    let shown = token.shown(&text, 200);
+    if shown.is_empty() { String::new() } else { format!(": {shown}") }
 }
 
 /// The `rel="next"` URL of a `Link` header (`<url>; rel="next", <url>; rel="last"`).
@@ -841,9 +1138,64 @@ mod tests {
             "https:///api/",
             "https://h/api/?x=1",
             "waldur.example.org",
+            // hosts that are not this machine, dressed up as it
+            "http://127.0.0.1@evil.example/api/",
+            "http://localhost:1@evil.example/api/",
+            "http://127.evil.example/api/",
+            "http://localhost.evil.example/api/",
+            "http://localhost./api/",
+            "http://127.1/api/",
+            "http://2130706433/api/",
+            "http://0x7f.0.0.1/api/",
+            "http://[::ffff:7f00:1]/api/",
+            "http://%31%32%37.0.0.1/api/",
+            // a user or password is refused on https too
+            "https://user:pass@waldur.example.org/api/",
+            "https://@waldur.example.org/api/",
         ] {
             assert!(api_root(url).is_err(), "{url}");
         }
+        assert!(api_root("http://127.0.0.1@evil.example/api/").unwrap_err().contains("`evil.example`"));
+        assert_eq!(api_root("http://127.200.3.4:80/api").as_deref(), Ok("http://127.200.3.4:80/api/"));
+        assert_eq!(without_userinfo("https://u:secret@h.example/api/"), "https://<userinfo>@h.example/api/");
+        assert_eq!(without_userinfo("https://h.example/a@b/"), "https://h.example/a@b/");
+    }
+
+    #[test]
+    fn proxies_only_for_https_and_only_http_connect_ones() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        };
+        let all: &[(&str, &str)] = &[
+            ("ALL_PROXY", "http://all.example:3128"),
+            ("HTTP_PROXY", "http://plain.example:3128"),
+            ("http_proxy", "http://plain.example:3128"),
+            ("HTTPS_PROXY", "http://tls.example:3128"),
+        ];
+        // plain http (loopback only) never goes through a proxy
+        for api in ["http://127.0.0.1:9/api/", "http://localhost/api/", "http://[::1]/api/"] {
+            assert!(proxy_for(api, &env(all)).unwrap().is_none(), "{api}");
+        }
+        let host = |p: Option<ureq::Proxy>| p.map(|p| p.host().to_string());
+        assert_eq!(host(proxy_for("https://w.example/api/", &env(all)).unwrap()).as_deref(), Some("tls.example"));
+        let no_https: &[(&str, &str)] = &[("all_proxy", "all.example:8080"), ("HTTP_PROXY", "http://plain.example")];
+        assert_eq!(host(proxy_for("https://w.example/api/", &env(no_https)).unwrap()).as_deref(), Some("all.example"));
+        // http_proxy is for http URLs; an empty value is no value
+        let http_only: &[(&str, &str)] = &[("HTTP_PROXY", "http://plain.example"), ("HTTPS_PROXY", " ")];
+        assert!(proxy_for("https://w.example/api/", &env(http_only)).unwrap().is_none());
+        for no_proxy in ["*", "w.example", ".example", "other.org, example", "*.example"] {
+            let vars: &'static [(&'static str, &'static str)] =
+                Box::leak(vec![("HTTPS_PROXY", "http://tls.example"), ("NO_PROXY", no_proxy)].into_boxed_slice());
+            assert!(proxy_for("https://w.example/api/", &env(vars)).unwrap().is_none(), "{no_proxy}");
+        }
+        let elsewhere: &[(&str, &str)] = &[("HTTPS_PROXY", "http://tls.example"), ("no_proxy", "ample,w.example.org")];
+        assert!(proxy_for("https://w.example/api/", &env(elsewhere)).unwrap().is_some());
+        let socks: &[(&str, &str)] = &[("ALL_PROXY", "socks5://u:pw@s.example:1080")];
+        let e = proxy_for("https://w.example/api/", &env(socks)).unwrap_err();
+        assert!(e.message.contains("`ALL_PROXY` is a Socks5 proxy"), "{e:?}");
+        let bad: &[(&str, &str)] = &[("https_proxy", "http://u:pw@[x/")];
+        let e = proxy_for("https://w.example/api/", &env(bad)).unwrap_err();
+        assert!(e.message.contains("`https_proxy` is not a proxy URL") && !e.message.contains("pw"), "{e:?}");
     }
 
     #[test]
@@ -865,6 +1217,58 @@ mod tests {
         );
         assert_eq!(detail(b"", &t), "");
         assert!(detail(&[b'x'; 500], &t).ends_with("..."));
+        assert_eq!(detail(b"a\x1b[31mred\r\n\x07b", &t), ": a\\u{1b}[31mred \\u{7}b");
+    }
+
+    /// Whether `shown` holds the token or any run of 8 of its characters.
+    fn leaks(shown: &str, token: &str) -> Option<String> {
+        let lower = shown.to_ascii_lowercase();
+        (0..=token.len() - 8).map(|i| token[i..i + 8].to_ascii_lowercase()).find(|piece| lower.contains(piece.as_str()))
+    }
+
+    #[test]
+    fn server_text_is_scrubbed_before_it_is_cut_at_every_offset() {
+        let raw = "2f0c1d7e9b8a4c3db6e5f4a3c2b1d0e9f8a7b6c5";
+        let odd = "ab/cd+ef=gh\\ij\"kl%mn";
+        for secret in [raw, odd] {
+            let t = Token::new(secret.to_string()).unwrap();
+            let percent: String = secret
+                .bytes()
+                .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02x}") })
+                .collect();
+            let json = serde_json::to_string(secret).unwrap();
+            let json = json.trim_matches('"');
+            let quoted = [secret.to_string(), percent.clone(), json.to_string()];
+            let leaks = |shown: &str| quoted.iter().find_map(|q| leaks(shown, q));
+            let forms = [
+                format!("Token {secret}"),
+                secret.to_string(),
+                secret.to_ascii_uppercase(),
+                percent,
+                json.to_string(),
+                json.replace('/', "\\/"),
+                // a server that cuts the header it quotes
+                format!("Token {}", &secret[..20]),
+                format!("{}...", &secret[..secret.len() - 5]),
+            ];
+            for form in &forms {
+                for offset in 0..260 {
+                    let text = format!("{}{form} and more text after it", "x".repeat(offset));
+                    for shown in [t.shown(&text, 200), detail(text.as_bytes(), &t)] {
+                        assert!(shown.chars().count() <= 205, "{shown}");
+                        if let Some(piece) = leaks(&shown) {
+                            panic!("offset {offset}, form {form}: `{piece}` shown in {shown}");
+                        }
+                    }
+                    // the same quoted in DRF's `detail`
+                    let body = serde_json::json!({ "detail": text }).to_string();
+                    let shown = detail(body.as_bytes(), &t);
+                    assert!(leaks(&shown).is_none(), "offset {offset}, form {form}: {shown}");
+                }
+            }
+            // text that merely shares short runs with the token is left alone
+            assert_eq!(t.shown("Invalid token.", 200), "Invalid token.");
+        }
     }
 
     #[test]
