@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -33,7 +33,15 @@ enum Fault {
     Truncated,
     /// `X-Result-Count` one higher than the list.
     WrongCount,
+    /// A `rel="next"` link on every page; past the end, the last page again (with
+    /// `X-Result-Count`) or, with `count: false`, an empty page and no `X-Result-Count`.
+    EndlessNext { count: bool },
+    /// No answer at all: the request is held until the server stops.
+    Hang,
 }
+
+/// Requests a server answers at most: past it, 404 (so that a client that does not stop ends).
+const SERVER_BUDGET: usize = 500;
 
 #[derive(Default)]
 struct World {
@@ -79,9 +87,20 @@ impl Waldur {
         let stop = Arc::new(AtomicBool::new(false));
         let (w, s) = (world.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
+            let mut held = Vec::new();
             while !s.load(Ordering::SeqCst) {
                 let Ok(Some(req)) = server.recv_timeout(std::time::Duration::from_millis(50)) else { continue };
                 let url = req.url().to_string();
+                if w.lock()
+                    .unwrap()
+                    .faults
+                    .iter()
+                    .any(|(part, f)| matches!(f, Fault::Hang) && url.contains(part.as_str()))
+                {
+                    w.lock().unwrap().log.push(url);
+                    held.push(req);
+                    continue;
+                }
                 let auth = req.headers().iter().find(|h| h.field.equiv("Authorization")).map(|h| h.value.to_string());
                 let resp = answer(&mut w.lock().unwrap(), port, &url, auth.as_deref());
                 let _ = req.respond(resp);
@@ -107,6 +126,9 @@ fn json_response(status: u16, body: Vec<u8>, headers: Vec<Header>) -> Response<C
 /// The server side: authentication, routing, filtering, pagination, faults.
 fn answer(w: &mut World, port: u16, url: &str, auth: Option<&str>) -> Response<Cursor<Vec<u8>>> {
     w.log.push(url.to_string());
+    if w.log.len() > SERVER_BUDGET {
+        return json_response(404, br#"{"detail":"Invalid page."}"#.to_vec(), vec![]);
+    }
     if auth != Some(&format!("Token {TOKEN}")) {
         return json_response(
             401,
@@ -153,10 +175,19 @@ fn answer(w: &mut World, port: u16, url: &str, auth: Option<&str>) -> Response<C
     let page = get("page").unwrap_or(1);
     let size = get("page_size").unwrap_or(10);
     let pages = items.len().div_ceil(size).max(1);
-    if page > pages {
+    let endless = match fault {
+        Some(Fault::EndlessNext { count }) => Some(count),
+        _ => None,
+    };
+    let body = if page <= pages {
+        serde_json::to_vec(&items[(page - 1) * size..(page * size).min(items.len())]).unwrap()
+    } else if endless == Some(true) {
+        serde_json::to_vec(&items[(pages - 1) * size..]).unwrap()
+    } else if endless == Some(false) {
+        b"[]".to_vec()
+    } else {
         return json_response(404, br#"{"detail":"Invalid page."}"#.to_vec(), vec![]);
-    }
-    let body = serde_json::to_vec(&items[(page - 1) * size..(page * size).min(items.len())]).unwrap();
+    };
     // Link: first, prev, next, last, absolute, with the request's other parameters.
     let others: String = q.iter().filter(|(k, _)| k != "page").map(|(k, v)| format!("&{k}={v}")).collect();
     let link_to = |p: usize| {
@@ -171,13 +202,17 @@ fn answer(w: &mut World, port: u16, url: &str, auth: Option<&str>) -> Response<C
     if page > 1 {
         links.push(format!("{}; rel=\"prev\"", link_to(page - 1)));
     }
-    if page < pages {
+    if page < pages || endless.is_some() {
         links.push(format!("{}; rel=\"next\"", link_to(page + 1)));
     }
     links.push(format!("{}; rel=\"last\"", link_to(pages)));
     let count = items.len() + usize::from(matches!(fault, Some(Fault::WrongCount)));
     let body = if matches!(fault, Some(Fault::Truncated)) { body[..body.len() / 2].to_vec() } else { body };
-    json_response(200, body, vec![header("Link", &links.join(", ")), header("X-Result-Count", &count.to_string())])
+    let mut headers = vec![header("Link", &links.join(", "))];
+    if endless != Some(false) {
+        headers.push(header("X-Result-Count", &count.to_string()));
+    }
+    json_response(200, body, headers)
 }
 
 fn uuid(n: u32) -> String {
@@ -316,25 +351,50 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 /// Run slurmplan; the token must appear in neither stream nor any file under `tmp`, the
 /// config excepted.
 fn run(tmp: &Path, args: &[&str]) -> Run {
+    run_env(tmp, args, &[])
+}
+
+/// slurmplan with `args`, no proxy variable of the machine, then `env`.
+fn command(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_slurmplan"));
     c.args(args).env("TMPDIR", tmp.join("tmp")).stdin(std::process::Stdio::null());
     // The local server is reached directly, whatever proxy the machine has.
-    for v in ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
+    for v in PROXY_VARS {
         c.env_remove(v);
     }
-    let o = c.output().unwrap();
+    c.envs(env.iter().copied());
+    c
+}
+
+const PROXY_VARS: [&str; 8] =
+    ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"];
+
+fn run_env(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let o = command(tmp, args, env).output().unwrap();
+    checked(tmp, o.status.code().unwrap_or(-1), &o.stdout, &o.stderr)
+}
+
+/// A run's result, after checking that no piece of the token is in its output or its files.
+fn checked(tmp: &Path, code: i32, stdout: &[u8], stderr: &[u8]) -> Run {
     let r = Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        code,
+        stdout: String::from_utf8_lossy(stdout).into_owned(),
+        stderr: String::from_utf8_lossy(stderr).into_owned(),
     };
-    assert!(!r.stdout.contains(TOKEN) && !r.stderr.contains(TOKEN), "token leaked:\n{}\n{}", r.stdout, r.stderr);
+    if let Some(piece) = token_piece(&r.stdout).or_else(|| token_piece(&r.stderr)) {
+        panic!("token leaked (`{piece}`):\n{}\n{}", r.stdout, r.stderr);
+    }
     for (name, bytes) in files(tmp) {
         if !name.ends_with("waldur-site-agent-config.yaml") {
             assert!(!String::from_utf8_lossy(&bytes).contains(TOKEN), "token written to {name}");
         }
     }
     r
+}
+
+/// A run of 8 characters of the token in `text`, if any.
+fn token_piece(text: &str) -> Option<&'static str> {
+    (0..=TOKEN.len() - 8).map(|i| &TOKEN[i..i + 8]).find(|p| text.contains(p))
 }
 
 fn setup(w: World) -> (Waldur, tempfile::TempDir, PathBuf) {
@@ -757,4 +817,276 @@ fn a_failing_team_request_stops_the_fetch() {
     );
     assert!(!out.exists());
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2, "{:?}", names(tmp.path()));
+}
+
+#[test]
+fn urls_whose_host_is_not_this_machine_are_refused_before_any_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("tmp")).unwrap();
+    let with_token = format!("https://slurmplan:{TOKEN}@waldur.example.org/api/");
+    for (url, shown, why) in [
+        ("http://127.0.0.1@evil.example/api/", "http://<userinfo>@evil.example/api/", "has a user name or password"),
+        ("http://localhost:1@evil.example/api/", "http://<userinfo>@evil.example/api/", "has a user name or password"),
+        ("http://127.evil.example/api/", "http://127.evil.example/api/", "is plain http to another host"),
+        (with_token.as_str(), "https://<userinfo>@waldur.example.org/api/", "has a user name or password"),
+    ] {
+        let cfg = config_at(tmp.path(), url, TOKEN);
+        let out = tmp.path().join("x");
+        let desired = tmp.path().join("d.yaml");
+        for args in [
+            vec!["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--retries", "0"],
+            vec!["waldur", "build", "--config", s(&cfg), "--from-api", "-o", s(&desired), "--retries", "0"],
+        ] {
+            let r = run(tmp.path(), &args);
+            assert_eq!(r.code, 1, "{url}: {}", r.stderr);
+            assert!(r.stderr.contains(&format!("waldur_api_url` `{shown}` {why}")), "{url}: {}", r.stderr);
+            assert!(!r.stderr.contains("GET "), "no request was made: {}", r.stderr);
+            assert!(!out.exists() && !desired.exists());
+        }
+    }
+}
+
+/// A listener that counts the connections it gets and answers none of them.
+fn trap() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let seen = Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            count.fetch_add(1, Ordering::SeqCst);
+            held.push(c);
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn plain_http_to_this_machine_never_goes_through_a_proxy() {
+    let (server, tmp, cfg) = setup(site());
+    let (proxy, seen) = trap();
+    let env: Vec<(&str, &str)> = PROXY_VARS[..6].iter().map(|v| (*v, proxy.as_str())).collect();
+    let out = tmp.path().join("export");
+    let args = ["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--http-timeout", "5", "--retries", "0"];
+    let r = run_env(tmp.path(), &args, &env);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(seen.load(Ordering::SeqCst), 0, "a proxy got a connection (and would have read the token)");
+    assert!(!server.requests().is_empty());
+}
+
+/// An http CONNECT proxy: records what each client connection sends (the CONNECT head, then
+/// the tunnel's bytes) and pipes the tunnel to the host and port asked for.
+fn connect_proxy() -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for mut client in listener.incoming().flatten() {
+            let record = record.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && client.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let i = record.lock().unwrap().len();
+                record.lock().unwrap().push(head.clone());
+                let text = String::from_utf8_lossy(&head).into_owned();
+                let Some(target) = text.strip_prefix("CONNECT ").and_then(|t| t.split(' ').next()) else { return };
+                let Ok(mut upstream) = TcpStream::connect(target) else { return };
+                let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                let (mut from_up, mut to_client) = (upstream.try_clone().unwrap(), client.try_clone().unwrap());
+                std::thread::spawn(move || std::io::copy(&mut from_up, &mut to_client));
+                let mut buf = [0u8; 16384];
+                while let Ok(n) = client.read(&mut buf) {
+                    if n == 0 || upstream.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    record.lock().unwrap()[i].extend_from_slice(&buf[..n]);
+                }
+                let _ = upstream.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn https_goes_through_the_https_proxy_by_connect_and_the_token_stays_inside_tls() {
+    let (server, tmp, _) = setup(site());
+    let tls_port = tls_front(server.port);
+    let cfg = config_at(tmp.path(), &format!("https://127.0.0.1:{tls_port}/api/"), TOKEN);
+    let ca = root().join("tests/data/waldur-tls/ca.pem");
+    let out = tmp.path().join("export");
+    let args = [
+        "waldur",
+        "fetch",
+        "--config",
+        s(&cfg),
+        "--out",
+        s(&out),
+        "--ca-cert",
+        s(&ca),
+        "--http-timeout",
+        "5",
+        "--retries",
+        "0",
+    ];
+    let (proxy, seen) = connect_proxy();
+    let (trap, trapped) = trap();
+    // HTTPS_PROXY is used, with CONNECT; HTTP_PROXY is for http URLs
+    let r = run_env(tmp.path(), &args, &[("HTTPS_PROXY", &proxy), ("HTTP_PROXY", &trap), ("http_proxy", &trap)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for conn in &seen {
+        let text = String::from_utf8_lossy(conn);
+        assert!(text.starts_with(&format!("CONNECT 127.0.0.1:{tls_port} HTTP/1.1\r\n")), "{text}");
+        assert!(!text.contains(TOKEN) && !text.contains("Authorization"), "the proxy read the request: {text}");
+    }
+    assert!(server.requests().len() >= 7, "{:?}", server.requests());
+    // HTTP_PROXY alone, or a proxy for a host NO_PROXY names: straight to the server
+    for env in [vec![("HTTP_PROXY", trap.as_str())], vec![("https_proxy", &trap), ("no_proxy", "localhost,127.0.0.1")]]
+    {
+        let r = run_env(tmp.path(), &args, &env);
+        assert_eq!(r.code, 0, "{env:?}: {}", r.stderr);
+    }
+    assert_eq!(trapped.load(Ordering::SeqCst), 0);
+    // what ureq would skip silently is an error
+    let r = run_env(tmp.path(), &args, &[("ALL_PROXY", "socks5://proxyuser:hunter2@127.0.0.1:1")]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("`ALL_PROXY` is a Socks5 proxy"), "{}", r.stderr);
+    assert!(!r.stderr.contains("hunter2"), "{}", r.stderr);
+}
+
+#[test]
+fn a_server_that_always_announces_a_next_page_is_stopped() {
+    let users =
+        |server: &Waldur| server.requests().iter().filter(|u| u.contains("marketplace-offering-users/")).count();
+    // with `X-Result-Count` 4: page 3 brings a 5th and 6th user
+    let (server, tmp, cfg) = setup(site());
+    server
+        .world
+        .lock()
+        .unwrap()
+        .faults
+        .push(("marketplace-offering-users/".into(), Fault::EndlessNext { count: true }));
+    let out = tmp.path().join("export");
+    let r = run(tmp.path(), &["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--page-size", "2"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "GET http://127.0.0.1:{}/api/marketplace-offering-users/?offering_uuid={OFFERING}&page=3&page_size=2: the offering users list announced 4 item(s) (`X-Result-Count`) but 6 arrived by page 3",
+            server.port
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(users(&server), 3);
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2, "{:?}", names(tmp.path()));
+    // without a total: the first empty page ends the list
+    let (server, tmp, cfg) = setup(site());
+    server
+        .world
+        .lock()
+        .unwrap()
+        .faults
+        .push(("marketplace-offering-users/".into(), Fault::EndlessNext { count: false }));
+    let out = tmp.path().join("export");
+    let r = run(tmp.path(), &["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--page-size", "2"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("4 offering user(s)"), "{}", r.stderr);
+    assert_eq!(users(&server), 3);
+    assert_eq!(std::fs::read_to_string(out.join("offering-users-00003.json")).unwrap(), "[]");
+    assert!(!out.join("offering-users-00004.json").exists());
+}
+
+#[test]
+fn a_401_that_quotes_the_token_shows_no_piece_of_it_at_any_offset() {
+    let server = Server::http("127.0.0.1:0").unwrap();
+    let port = server.server_addr().to_ip().unwrap().port();
+    let offset = Arc::new(AtomicUsize::new(0));
+    let at = offset.clone();
+    std::thread::spawn(move || {
+        for req in server.incoming_requests() {
+            let k = at.load(Ordering::SeqCst);
+            let pad = "x".repeat(k);
+            let (body, kind) = match k % 4 {
+                0 => (
+                    json!({ "detail": format!("{pad} Authorization: Token {TOKEN} is not valid") }).to_string(),
+                    "application/json",
+                ),
+                1 => (format!("<html>{pad}Token {TOKEN}</html>"), "text/html"),
+                2 => (json!({ "detail": format!("{pad}Token {}", &TOKEN[..24]) }).to_string(), "application/json"),
+                _ => (format!("{pad}Authorization=Token%20{}%0D%0A", TOKEN.to_ascii_uppercase()), "text/plain"),
+            };
+            let mut r = Response::from_data(body.into_bytes()).with_status_code(StatusCode(401));
+            r.add_header(header("Content-Type", kind));
+            let _ = req.respond(r);
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("tmp")).unwrap();
+    let cfg = config(tmp.path(), port, TOKEN);
+    let out = tmp.path().join("export");
+    // the detail is cut after 200 characters: the token straddles that point somewhere here
+    for k in 140..=230 {
+        offset.store(k, Ordering::SeqCst);
+        let r = run(tmp.path(), &["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--retries", "0"]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(r.stderr.contains("HTTP 401: "), "{}", r.stderr);
+    }
+    offset.store(8, Ordering::SeqCst);
+    let r = run(tmp.path(), &["waldur", "fetch", "--config", s(&cfg), "--out", s(&out), "--retries", "0"]);
+    assert!(r.stderr.contains("HTTP 401: xxxxxxxx Authorization: Token <redacted> is not valid"), "{}", r.stderr);
+}
+
+#[test]
+fn sigterm_or_sigint_during_a_fetch_removes_the_partial_pages() {
+    let (server, tmp, cfg) = setup(site());
+    let out = tmp.path().join("export");
+    let r = run(tmp.path(), &["waldur", "fetch", "--config", s(&cfg), "--out", s(&out)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let before = files(&out);
+    server.world.lock().unwrap().faults.push(("/team/".into(), Fault::Hang));
+    let desired = tmp.path().join("desired.yaml");
+    for (sig, name, args) in [
+        ("-TERM", "SIGTERM", vec!["waldur", "fetch", "--config", s(&cfg), "--out", s(&out)]),
+        ("-INT", "SIGINT", vec!["waldur", "build", "--config", s(&cfg), "--from-api", "-o", s(&desired)]),
+    ] {
+        let teams = server.requests().iter().filter(|u| u.contains("/team/")).count();
+        let child = command(tmp.path(), &args, &[])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let partial = if name == "SIGTERM" {
+            tmp.path().join(format!(".export.partial-{}", child.id()))
+        } else {
+            tmp.path().join(format!("tmp/slurmplan-waldur-export-{}", child.id()))
+        };
+        // the resources are written; the teams are asked for and never come
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while server.requests().iter().filter(|u| u.contains("/team/")).count() == teams {
+            assert!(std::time::Instant::now() < deadline, "no team request");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(partial.join("resources-00001.json").exists(), "{}", partial.display());
+        let started = std::time::Instant::now();
+        let kill = std::process::Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
+        assert!(kill.success());
+        let o = child.wait_with_output().unwrap();
+        let r = checked(tmp.path(), o.status.code().unwrap_or(-1), &o.stdout, &o.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "the run waited for the server");
+        assert_eq!(r.code, 1, "{name}: {:?} {}", o.status, r.stderr);
+        assert!(r.stderr.contains(&format!("error: stopped by {name}")), "{}", r.stderr);
+        assert!(!partial.exists(), "{name} left {}", partial.display());
+        assert_eq!(files(&out), before, "the previous export changed");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 3, "{:?}", names(tmp.path()));
+        assert_eq!(names(&tmp.path().join("tmp")), Vec::<String>::new());
+        assert!(!desired.exists());
+    }
 }

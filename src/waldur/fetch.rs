@@ -1220,6 +1220,82 @@ mod tests {
         assert_eq!(detail(b"a\x1b[31mred\r\n\x07b", &t), ": a\\u{1b}[31mred \\u{7}b");
     }
 
+    /// A local server whose page `n` (1, 2, ...) is `page(n)`: a body and an optional
+    /// `X-Result-Count`, always with a `rel="next"` link. Returns the API root and the count of
+    /// requests served.
+    fn endless(page: fn(usize) -> (String, Option<u64>)) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = server.server_addr().to_ip().unwrap().port();
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = served.clone();
+        std::thread::spawn(move || {
+            for req in server.incoming_requests() {
+                let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                let (body, total) = page(n);
+                let link = format!("<http://127.0.0.1:{port}/api/x/?page={}>; rel=\"next\"", n + 1);
+                let mut resp = tiny_http::Response::from_string(body)
+                    .with_header(tiny_http::Header::from_bytes("Link", link).unwrap());
+                if let Some(t) = total {
+                    resp.add_header(tiny_http::Header::from_bytes("X-Result-Count", t.to_string()).unwrap());
+                }
+                let _ = req.respond(resp);
+                if n > 50 {
+                    break;
+                }
+            }
+        });
+        (format!("http://127.0.0.1:{port}/api/"), served)
+    }
+
+    fn fetch_from(api: String, page_size: u32, max_pages: u32) -> (FetchError, usize) {
+        let tmp = tempfile::tempdir().unwrap();
+        let access = Access {
+            api,
+            offering_uuid: "0123456789abcdef0123456789abcdef".into(),
+            token: Token::new("tok".into()).unwrap(),
+            verify_ssl_off: false,
+        };
+        let opts = Options {
+            timeout: Duration::from_secs(10),
+            attempts: 1,
+            backoff: Duration::from_secs(1),
+            page_size,
+            ca_cert: None,
+            jobs: 1,
+            max_pages,
+        };
+        let e = fetch(&access, &opts, &PageDir::new(tmp.path().into()), &mut |_| {}).unwrap_err();
+        (e, std::fs::read_dir(tmp.path()).unwrap().count())
+    }
+
+    const ITEM: &str = r#"{"uuid": "0123456789abcdef0123456789abcdef"}"#;
+
+    #[test]
+    fn a_list_that_never_ends_stops_at_max_pages() {
+        // no `X-Result-Count`, every page full and linking to the next one
+        let (api, served) = endless(|_| (format!("[{ITEM}]"), None));
+        let (e, files) = fetch_from(api, 1, 5);
+        assert!(e.message.contains("marketplace-provider-resources/?"), "{e:?}");
+        assert!(e.message.contains("page=5&page_size=1: the resources list goes on past 5 pages"), "{e:?}");
+        assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 5);
+        assert_eq!(files, 5);
+    }
+
+    #[test]
+    fn a_list_goes_on_for_no_more_pages_than_its_total_needs() {
+        // 10 announced, 5 on page 1, then one a page: at most ceil(10 / 5) + 1 = 3 pages
+        let (api, served) = endless(|n| {
+            let items = if n == 1 { 5 } else { 1 };
+            (format!("[{}]", vec![ITEM; items].join(",")), Some(10))
+        });
+        let (e, _) = fetch_from(api, 5, MAX_PAGES);
+        assert!(
+            e.message.contains("page=3&page_size=5: page 3 links to a next page, but 10 item(s) (`X-Result-Count`) at 5 a page make at most 3 page(s)"),
+            "{e:?}"
+        );
+        assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
     /// Whether `shown` holds the token or any run of 8 of its characters.
     fn leaks(shown: &str, token: &str) -> Option<String> {
         let lower = shown.to_ascii_lowercase();
@@ -1252,7 +1328,8 @@ mod tests {
                 format!("{}...", &secret[..secret.len() - 5]),
             ];
             for form in &forms {
-                for offset in 0..260 {
+                // the cut is at 200 characters: every offset at which the token straddles it
+                for offset in (0..8).chain(140..=210) {
                     let text = format!("{}{form} and more text after it", "x".repeat(offset));
                     for shown in [t.shown(&text, 200), detail(text.as_bytes(), &t)] {
                         assert!(shown.chars().count() <= 205, "{shown}");
