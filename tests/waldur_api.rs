@@ -3,8 +3,10 @@
 //! `Link` header and `X-Result-Count` (as `waldur_core.core.pagination.LinkHeaderPagination`), the
 //! bodies are objects in the shapes of `waldur-api-client`'s models (`Resource`, `ProjectUser`,
 //! `OfferingUser`, with fields slurmplan does not read), and a wrong token gets DRF's 401. Faults
-//! are injected per request: a 500, a truncated body, a wrong total. Every run asserts that the
-//! token appears in no output and no written file.
+//! are injected per request: a 500, a truncated body, a wrong total, endless paging, no answer at
+//! all. Every run asserts that no 8 characters of the token appear in its output and the token in
+//! no written file. Also: hostile API URLs, proxies (a trap listener, a CONNECT proxy), a 401
+//! quoting the token at every offset, SIGTERM/SIGINT during a fetch.
 
 #![recursion_limit = "256"]
 

@@ -2,8 +2,10 @@
 //! fetch` (the export straight from the Waldur API). Reads the inputs, calls `slurmplan::waldur`,
 //! draws progress and prints warnings on stderr, and writes atomically: the desired file through
 //! a temp file + rename, an export directory by swapping a finished sibling into place, so a
-//! failed run leaves the previous output as it was. The API token stays inside
-//! `waldur::fetch::Token`; nothing here can print it.
+//! failed run leaves the previous output as it was. A fetch runs on a thread of its own while
+//! the main thread watches for SIGINT/SIGTERM (`apply::signals`): on one, the partial pages are
+//! removed at once and the run exits 1. The API token stays inside `waldur::fetch::Token`;
+//! nothing here can print it.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

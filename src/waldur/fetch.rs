@@ -10,7 +10,11 @@
 //! Each file is the raw body of one page. Pagination is Waldur's (`page`/`page_size`, a `Link`
 //! header with `rel="next"`, the total in `X-Result-Count`, checked against what arrived); only the
 //! page number is taken from a `next` link, so the token never goes to a host the config does not
-//! name. Every request has a timeout; 5xx, 408, 429, timeouts and broken connections are retried a
+//! name. Paging is bounded: an empty page ends a list, no list brings more items than it announced
+//! or goes on past `ceil(total / items of page 1) + 1` pages, and none past [`MAX_PAGES`].
+//! The API URL is parsed with ureq's own parser (no `USER@`; plain http only to loopback IP
+//! literals and `localhost`), and [`proxy_for`] decides the proxy (none for plain http; for https
+//! only http(s) CONNECT proxies, so the token stays inside TLS). Every request has a timeout; 5xx, 408, 429, timeouts and broken connections are retried a
 //! bounded number of times with doubling back-off; other statuses fail at once with the API's
 //! `detail`. The teams (one request per resource) are fetched on a few connections at once.
 //! TLS is always verified (Mozilla's roots, or only the `--ca-cert` file's).
@@ -19,7 +23,8 @@
 //! This is the one module of `waldur` that uses the network. Must not: print (progress goes to a
 //! callback), spawn processes, follow a URL from a response, or let the token out: [`Token`]'s
 //! Debug and Display are redacted, it is only ever put in the `Authorization` header, and any
-//! text taken from a response is scrubbed of it before it reaches a message.
+//! text taken from a response reaches a message only through [`Token::shown`] (escaped, scrubbed
+//! of the token, then cut).
 
 use std::fmt;
 use std::io;
