@@ -40,6 +40,8 @@ enum Fault {
     EndlessNext { count: bool },
     /// No answer at all: the request is held until the server stops.
     Hang,
+    /// The `Authorization` header it got, quoted in the first item's `description`.
+    EchoToken,
 }
 
 /// Requests a server answers at most: past it, 404 (so that a client that does not stop ends).
@@ -181,6 +183,10 @@ fn answer(w: &mut World, port: u16, url: &str, auth: Option<&str>) -> Response<C
         Some(Fault::EndlessNext { count }) => Some(count),
         _ => None,
     };
+    let mut items = items;
+    if let (Some(Fault::EchoToken), Some(Value::Object(first))) = (&fault, items.first_mut()) {
+        first.insert("description".into(), json!(format!("synced with {}", auth.unwrap_or_default())));
+    }
     let body = if page <= pages {
         serde_json::to_vec(&items[(page - 1) * size..(page * size).min(items.len())]).unwrap()
     } else if endless == Some(true) {
@@ -1091,4 +1097,14 @@ fn sigterm_or_sigint_during_a_fetch_removes_the_partial_pages() {
         assert_eq!(names(&tmp.path().join("tmp")), Vec::<String>::new());
         assert!(!desired.exists());
     }
+}
+
+#[test]
+fn a_page_that_quotes_the_token_back_is_not_written() {
+    let r = fails_keeping_previous(Some(("marketplace-provider-resources/?", Fault::EchoToken)), TOKEN, &[]);
+    assert!(
+        r.stderr.contains("page=1&page_size=2: the response holds the API token; it is not written"),
+        "{}",
+        r.stderr
+    );
 }

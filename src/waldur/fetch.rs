@@ -927,6 +927,14 @@ impl Client<'_> {
                 }
             },
         };
+        // A page is written as it came and its values end up in messages and the desired file:
+        // one that quotes the token back (a server echoing what it was sent) is not kept.
+        if std::str::from_utf8(&body).is_ok_and(|text| token.forms().iter().any(|f| text.contains(f.as_str()))) {
+            return Err(Failed::Fatal(FetchError::new(
+                format!("GET {url}: the response holds the API token; it is not written"),
+                "the server quotes the credentials it was sent; check that waldur_api_url is the Waldur API",
+            )));
+        }
         Ok(Page { body, items, next_page, total })
     }
 }
