@@ -1018,3 +1018,49 @@ fn apply_d_on_a_large_desired_file_takes_its_cluster_lock() {
     assert_eq!(site.calls(), 0);
     held.release();
 }
+
+/// Atomic writes are durable: the temporary file is synced before it is renamed over the
+/// target, and the directory is synced after (traced with strace). Checked for a plan file
+/// (`plan -o`) and a snapshot (`dump -o`, each file and its manifest). Before: nothing was synced.
+#[test]
+fn atomic_writes_sync_the_file_then_the_directory() {
+    let site = Site::new();
+    let out = site.path("out");
+    std::fs::create_dir(&out).unwrap();
+    let out = out.canonicalize().unwrap();
+    let traced = |args: &[&str]| -> Vec<String> {
+        let log = site.path("strace.log");
+        let mut c = Command::new("strace");
+        c.args(["-f", "-y", "-qq", "-e", "trace=fsync,fdatasync,rename,renameat,renameat2", "-o"])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_slurmplan"))
+            .args(["--color", "never"])
+            .args(args)
+            .env("SLURMPLAN_SACCTMGR", FAKE)
+            .env("SLURMPLAN_LOCK_DIR", site.locks())
+            .env("FAKE_SACCTMGR_DIR", site.state());
+        let r = run(&mut c);
+        assert_eq!(r.code, 0, "strace is needed for this test: {r:?}");
+        std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect()
+    };
+    let durable = |lines: &[String], dir: &Path, name: &str| {
+        let d = dir.display();
+        let synced_tmp =
+            lines.iter().position(|l| l.contains("sync(") && l.contains(&format!("<{d}/.{name}.tmp-"))).unwrap_or_else(
+                || panic!("{name}: the temporary file is not synced: {lines:#?}"),
+            );
+        let renamed = lines
+            .iter()
+            .position(|l| l.contains("rename") && l.contains(&format!("\"{d}/{name}\"")))
+            .unwrap_or_else(|| panic!("{name}: not renamed into place: {lines:#?}"));
+        let synced_dir = lines[renamed..].iter().any(|l| l.contains("fsync(") && l.contains(&format!("<{d}>)")));
+        assert!(synced_tmp < renamed && synced_dir, "{name}: {lines:#?}");
+    };
+    let plan = out.join("plan.json");
+    let lines = traced(&["plan", "-d", DESIRED, "-o", plan.to_str().unwrap()]);
+    durable(&lines, &out, "plan.json");
+    let snap = out.join("snap");
+    let lines = traced(&["dump", "-o", snap.to_str().unwrap()]);
+    durable(&lines, &snap, "manifest.json");
+    durable(&lines, &snap, slurmplan::sacctmgr::reads::READS[0].file);
+}
