@@ -38,12 +38,11 @@ pub const MAX_SECRET_BYTES: u64 = 64 << 10;
 /// The bytes of the secret at `path` (at most [`MAX_SECRET_BYTES`]): a regular file, not a
 /// symlink, that neither group nor others may read or write (mode & 0o077 == 0).
 pub fn read_private(path: &Path) -> Result<Vec<u8>, InputError> {
-    let file =
-        OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { InputError::Symlink } else { InputError::Io(e) })?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { InputError::Symlink } else { InputError::Io(e) })?;
     let meta = file.metadata()?;
     if !meta.file_type().is_file() {
         return Err(InputError::NotRegular(kind(&meta.file_type())));

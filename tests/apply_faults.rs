@@ -1045,10 +1045,10 @@ fn atomic_writes_sync_the_file_then_the_directory() {
     };
     let durable = |lines: &[String], dir: &Path, name: &str| {
         let d = dir.display();
-        let synced_tmp =
-            lines.iter().position(|l| l.contains("sync(") && l.contains(&format!("<{d}/.{name}.tmp-"))).unwrap_or_else(
-                || panic!("{name}: the temporary file is not synced: {lines:#?}"),
-            );
+        let synced_tmp = lines
+            .iter()
+            .position(|l| l.contains("sync(") && l.contains(&format!("<{d}/.{name}.tmp-")))
+            .unwrap_or_else(|| panic!("{name}: the temporary file is not synced: {lines:#?}"));
         let renamed = lines
             .iter()
             .position(|l| l.contains("rename") && l.contains(&format!("\"{d}/{name}\"")))

@@ -232,7 +232,7 @@ fn execute(
     })?;
     eprintln!("journal: {}", journal_path.display());
     locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
-    let result = run_steps(g, a, &r, &plan, &current, &journal_path, &mut journal, &locks);
+    let result = run_steps(g, a, &r, &plan, &current, &mut journal, &locks);
     // Every end that reaches here is a clean one (a failed step, a signal, a verification
     // result): the lock files stop naming this journal. A kill leaves them naming it.
     locks.release();
@@ -245,10 +245,10 @@ fn run_steps(
     r: &slurmplan::sacctmgr::runner::ProcessRunner,
     plan: &Plan,
     current: &slurmplan::model::State,
-    journal_path: &std::path::Path,
     journal: &mut Journal,
     locks: &lock::Locks,
 ) -> Outcome {
+    let journal_path = journal.path.clone();
     let total = plan.steps.len();
     let report = if std::io::stderr().is_terminal() && total > 3 {
         let bar = ProgressBar::new(total as u64);
