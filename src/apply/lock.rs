@@ -353,10 +353,16 @@ impl Locks {
 
     /// Whether these locks cover `c`: the lock of its cluster, and the global lock when it
     /// changes a QoS or an account record (a command without a cluster is always one of
-    /// those). `Err` says which lock is missing.
+    /// those). A change of an account's record alone (description, organization) needs only the
+    /// global lock: its `cluster=` only says where sacctmgr finds the account, and the planner
+    /// may name any cluster that has it, also one outside the desired file. `Err` says which
+    /// lock is missing.
     pub fn covers(&self, c: &Command) -> Result<(), String> {
         if (needs_global(c) || c.cluster().is_none()) && !self.held.global {
             return Err("it changes objects shared by all clusters, and the global lock is not held".into());
+        }
+        if matches!(c, Command::ModifyAccountRecord { .. }) {
+            return Ok(());
         }
         if let Some(cl) = c.cluster() {
             let key = cluster_key(cl.as_str()).map_err(|e| e.to_string())?;
@@ -678,8 +684,17 @@ mod tests {
         assert_eq!(held.covers(&on("A")), Ok(()));
         assert_eq!(held.covers(&on("b")), Err("the lock of cluster `b` is not held".into()));
         assert!(held.covers(&Command::DeleteQos { names: vec![n("q")] }).unwrap_err().contains("global lock"));
+        let record = |c: &str| Command::ModifyAccountRecord {
+            cluster: n(c),
+            names: vec![n("acct")],
+            record: crate::model::AccountRecord::default(),
+        };
+        assert!(held.covers(&record("a")).unwrap_err().contains("global lock"));
         held.release();
         let all = acquire(&dir, &Scope { global: true, clusters: vec!["a".into()] }, Duration::from_secs(1)).unwrap();
         assert_eq!(all.covers(&Command::DeleteQos { names: vec![n("q")] }), Ok(()));
+        // an account record is global: its cluster is only where sacctmgr finds the account
+        assert_eq!(all.covers(&record("elsewhere")), Ok(()));
+        assert!(all.covers(&on("elsewhere")).is_err());
     }
 }
