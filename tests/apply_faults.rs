@@ -1064,3 +1064,33 @@ fn atomic_writes_sync_the_file_then_the_directory() {
     durable(&lines, &snap, "manifest.json");
     durable(&lines, &snap, slurmplan::sacctmgr::reads::READS[0].file);
 }
+
+/// Another user than root: the default lock directory is `$XDG_RUNTIME_DIR/slurmplan`, created
+/// 0700; without `XDG_RUNTIME_DIR` an apply stops and asks for `--lock-dir` (before: the shared
+/// temp directory was used).
+#[test]
+fn a_user_without_a_runtime_directory_is_asked_for_a_lock_dir() {
+    use std::os::unix::fs::MetadataExt;
+    let as_nobody = |args: &[&str], runtime: Option<&Path>| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_slurmplan")])
+            .args(args)
+            .env_remove("SLURMPLAN_LOCK_DIR")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("SLURMPLAN_SACCTMGR", FAKE);
+        if let Some(r) = runtime {
+            c.env("XDG_RUNTIME_DIR", r);
+        }
+        run(&mut c)
+    };
+    let r = as_nobody(&["apply", "-d", DESIRED, "--auto-approve"], None);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("no lock directory: XDG_RUNTIME_DIR is not set"), "{}", r.stderr);
+    assert!(r.stderr.contains("--lock-dir"), "{}", r.stderr);
+    let runtime = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    std::os::unix::fs::chown(runtime.path(), Some(65534), Some(65534)).unwrap();
+    let r = as_nobody(&["apply", "-d", "/nonexistent.yaml", "--auto-approve"], Some(runtime.path()));
+    assert_eq!(r.code, 1, "{r:?}");
+    let m = std::fs::metadata(runtime.path().join("slurmplan")).unwrap();
+    assert_eq!((m.uid(), m.mode() & 0o7777), (65534, 0o700));
+}
