@@ -1,11 +1,12 @@
 //! Layer 0: reading an input file with bounds — the one place that opens the files users hand
 //! to slurmplan (desired YAML, snapshot files, plan files, key files). A FIFO, a device or a
 //! directory is refused without blocking on it, and a file larger than [`MAX_BYTES`] is refused
-//! before it is read. Parses nothing, prints nothing.
+//! before it is read. A secret ([`read_private`]: the plan key) must also be no symlink and
+//! readable by its owner only. Parses nothing, prints nothing.
 
 use std::fs::OpenOptions;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The largest input file slurmplan reads: 512 MiB. A million-association snapshot is about
@@ -23,6 +24,56 @@ pub enum InputError {
     TooLarge,
     #[error("it is not UTF-8 text")]
     NotText,
+    #[error("it is a symbolic link; give the file itself")]
+    Symlink,
+    #[error(
+        "its group or other users may read or write it (mode {0:04o}); it must be readable by its owner only (chmod 600)"
+    )]
+    NotPrivate(u32),
+}
+
+/// The largest secret [`read_private`] reads.
+pub const MAX_SECRET_BYTES: u64 = 64 << 10;
+
+/// The bytes of the secret at `path` (at most [`MAX_SECRET_BYTES`]): a regular file, not a
+/// symlink, that neither group nor others may read or write (mode & 0o077 == 0).
+pub fn read_private(path: &Path) -> Result<Vec<u8>, InputError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { InputError::Symlink } else { InputError::Io(e) })?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(InputError::NotRegular(kind(&meta.file_type())));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(InputError::NotPrivate(meta.mode() & 0o7777));
+    }
+    if meta.len() > MAX_SECRET_BYTES {
+        return Err(InputError::TooLarge);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SECRET_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SECRET_BYTES {
+        return Err(InputError::TooLarge);
+    }
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, for messages.
+fn kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// The bytes of the regular file at `path`, at most [`MAX_BYTES`].
@@ -32,17 +83,7 @@ pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
     let meta = file.metadata()?;
     let t = meta.file_type();
     if !t.is_file() {
-        return Err(InputError::NotRegular(if t.is_dir() {
-            "a directory"
-        } else if t.is_fifo() {
-            "a FIFO"
-        } else if t.is_socket() {
-            "a socket"
-        } else if t.is_char_device() || t.is_block_device() {
-            "a device"
-        } else {
-            "not a regular file"
-        }));
+        return Err(InputError::NotRegular(kind(&t)));
     }
     if meta.len() > MAX_BYTES {
         return Err(InputError::TooLarge);
@@ -76,6 +117,26 @@ mod tests {
         let f = dir.path().join("ok");
         std::fs::write(&f, "a").unwrap();
         assert_eq!(read_text(&f).unwrap(), "a");
+    }
+
+    /// A secret is refused when it is a symlink, when group or others may read or write it,
+    /// or when it is not a regular file; a 0600 file is read.
+    #[test]
+    fn secrets_must_be_private_regular_files() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        std::fs::write(&key, "k").unwrap();
+        for mode in [0o644, 0o640, 0o604, 0o620, 0o602] {
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert!(matches!(read_private(&key), Err(InputError::NotPrivate(m)) if m == mode), "{mode:o}");
+        }
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_private(&key).unwrap(), b"k");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&key, &link).unwrap();
+        assert!(matches!(read_private(&link), Err(InputError::Symlink)));
+        assert!(matches!(read_private(Path::new("/dev/zero")), Err(InputError::NotRegular("a device"))));
     }
 
     #[test]

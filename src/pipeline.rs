@@ -2,7 +2,9 @@
 //! thread while the caller's reader takes the current state), keeps the clusters asked for,
 //! resolves, checks the rows that could not be read, narrows to `--target`, diffs, orders, and
 //! holds the plan to the guards every plan passes (the mass-delete limit). [`resolve`] is its
-//! first half, for reports that stop at the diff (`drift`).
+//! first half, for reports that stop at the diff (`drift`). [`load`] and [`plan_loaded`] are
+//! the same pipeline in two calls, for a caller that must know the desired file's clusters
+//! before it reads the current state (`apply -d` locks them first): the file is parsed once.
 //!
 //! It must not print, exit or spawn: what it has to say goes to the caller's [`Report`]
 //! (warnings, the targeting notes, phase timings), what stops it is a [`Refusal`] carrying the
@@ -113,30 +115,60 @@ pub fn resolve<E>(
     report: &mut dyn Report,
 ) -> Result<Resolution, Refusal<E>> {
     let mut clock = Clock(Instant::now());
-    resolve_timed(req, read, report, &mut clock)
+    resolve_timed(req, None, read, report, &mut clock)
+}
+
+/// Load the desired file, report its warnings and keep the clusters asked for: the first half
+/// of [`load`] + [`plan_loaded`].
+pub fn load<E>(req: &Request, report: &mut dyn Report) -> Result<Desired, Refusal<E>> {
+    let started = Instant::now();
+    let loaded = desired::load_file(req.desired);
+    report.phase("load desired", started.elapsed());
+    accept(req, loaded, report)
+}
+
+/// A loaded desired file as the pipeline goes on with it: its warnings reported, the clusters
+/// asked for kept.
+fn accept<E>(
+    req: &Request,
+    loaded: Result<Desired, Vec<Diagnostic>>,
+    report: &mut dyn Report,
+) -> Result<Desired, Refusal<E>> {
+    let mut d = loaded.map_err(Refusal::Desired)?;
+    report.warnings(Stage::Desired, d.warnings.clone());
+    select_clusters(req.clusters, &mut d)?;
+    Ok(d)
 }
 
 fn resolve_timed<E>(
     req: &Request,
+    loaded: Option<Desired>,
     read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
     report: &mut dyn Report,
     clock: &mut Clock,
 ) -> Result<Resolution, Refusal<E>> {
-    let (loaded, current) = std::thread::scope(|s| {
-        let desired = s.spawn(|| {
-            let started = Instant::now();
-            (desired::load_file(req.desired), started.elapsed())
-        });
-        let current = read();
-        clock.lap(report, "read current state (in parallel with the next)");
-        (desired.join().expect("the desired-state loader does not panic"), current)
-    });
-    report.phase("load desired", loaded.1);
-    // The next phase is timed from here, not from the end of the read (it waited for the file).
-    clock.0 = Instant::now();
-    let mut d = loaded.0.map_err(Refusal::Desired)?;
-    report.warnings(Stage::Desired, d.warnings.clone());
-    select_clusters(req.clusters, &mut d)?;
+    let (d, current) = match loaded {
+        Some(d) => {
+            let current = read();
+            clock.lap(report, "read current state");
+            (d, current)
+        }
+        None => {
+            let (loaded, current) = std::thread::scope(|s| {
+                let desired = s.spawn(|| {
+                    let started = Instant::now();
+                    (desired::load_file(req.desired), started.elapsed())
+                });
+                let current = read();
+                clock.lap(report, "read current state (in parallel with the next)");
+                (desired.join().expect("the desired-state loader does not panic"), current)
+            });
+            report.phase("load desired", loaded.1);
+            // The next phase is timed from here, not from the end of the read (it waited for the file).
+            clock.0 = Instant::now();
+            (accept(req, loaded.0, report)?, current)
+        }
+    };
     let (current, unsplit) = current.map_err(Refusal::Current)?;
     let resolved = match desired::resolve::resolve(&d, &current) {
         Ok(r) => r,
@@ -155,8 +187,28 @@ pub fn plan<E>(
     read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
     report: &mut dyn Report,
 ) -> Result<Planned, Refusal<E>> {
+    plan_from(req, None, read, report)
+}
+
+/// [`plan`] of a desired file already loaded by [`load`] (with the same `req`): the file is not
+/// read again.
+pub fn plan_loaded<E>(
+    req: &Request,
+    desired: Desired,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Planned, Refusal<E>> {
+    plan_from(req, Some(desired), read, report)
+}
+
+fn plan_from<E>(
+    req: &Request,
+    loaded: Option<Desired>,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Planned, Refusal<E>> {
     let mut clock = Clock(Instant::now());
-    let Resolution { desired: d, current, resolved } = resolve_timed(req, read, report, &mut clock)?;
+    let Resolution { desired: d, current, resolved } = resolve_timed(req, loaded, read, report, &mut clock)?;
     clock.lap(report, "resolve");
     let partial = match req.targets {
         [] => None,

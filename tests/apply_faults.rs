@@ -42,6 +42,9 @@ impl Site {
     fn locks(&self) -> PathBuf {
         self.dir.path().join("locks")
     }
+    fn lock_dir(&self) -> slurmplan::apply::lock::LockDir {
+        slurmplan::apply::lock::LockDir::open(Some(&self.locks()), false).unwrap().unwrap()
+    }
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -149,7 +152,7 @@ fn unknown_format_version_is_refused() {
 fn lock_contention_names_the_holder() {
     let site = Site::new();
     let scope = slurmplan::apply::lock::Scope { global: false, clusters: vec!["rocket".to_string()] };
-    let _held = slurmplan::apply::lock::acquire(&site.locks(), &scope, std::time::Duration::from_secs(1)).unwrap();
+    let _held = slurmplan::apply::lock::acquire(&site.lock_dir(), &scope, std::time::Duration::from_secs(1)).unwrap();
     let r = site.apply_with(&[], &["--lock-timeout", "1"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains(&format!("PID {}", std::process::id())), "{}", r.stderr);
@@ -682,9 +685,9 @@ fn edited_and_rechecksummed_plans_run_nothing() {
 fn signed_plans_with_a_key_file() {
     let site = Site::new();
     let key = site.path("plan.key");
-    std::fs::write(&key, "correct horse battery staple\n").unwrap();
+    private(&key, b"correct horse battery staple, 32+ bytes\n");
     let other = site.path("other.key");
-    std::fs::write(&other, "another key of enough bytes\n").unwrap();
+    private(&other, b"another key of enough bytes, 32 or more\n");
     let (k, o) = (key.to_str().unwrap(), other.to_str().unwrap());
     let unsigned = site.path("unsigned.json");
     let r = site.slurmplan(&["plan", "-d", DESIRED, "-o", unsigned.to_str().unwrap()], &[]);
@@ -712,7 +715,7 @@ fn signed_plans_with_a_key_file() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains("signature that does not match"), "{}", r.stderr);
     let short = site.path("short.key");
-    std::fs::write(&short, "abc\n").unwrap();
+    private(&short, b"abc\n");
     let r =
         site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", short.to_str().unwrap())]);
     assert_eq!(r.code, 1, "{r:?}");
@@ -723,6 +726,59 @@ fn signed_plans_with_a_key_file() {
     assert!(r.stderr.contains("Verified"), "{r:?}");
 }
 
+/// A key file only its owner can read.
+fn private(path: &Path, bytes: &[u8]) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).unwrap();
+    std::io::Write::write_all(&mut f, bytes).unwrap();
+}
+
+/// A plan key that others can read, a symlink, an all-zero or short key, and an empty
+/// SLURMPLAN_PLAN_KEY_FILE are each refused with the file and the reason, by `plan -o` (no
+/// plan written) and by `apply` (nothing run). Before: all were used (or meant "unsigned").
+#[test]
+fn weak_or_exposed_plan_keys_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let site = Site::new();
+    let good = site.path("good.key");
+    private(&good, b"a key of thirty-two bytes or more\n");
+    let exposed = site.path("exposed.key");
+    private(&exposed, b"a key of thirty-two bytes or more\n");
+    std::fs::set_permissions(&exposed, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let link = site.path("link.key");
+    std::os::unix::fs::symlink(&good, &link).unwrap();
+    let zero = site.path("zero.key");
+    private(&zero, &[0u8; 32]);
+    let short = site.path("short.key");
+    private(&short, b"sixteen bytes ok\n");
+    let signed = site.path("signed.json");
+    let g = good.to_str().unwrap();
+    let r = site.slurmplan(&["plan", "-d", DESIRED, "-o", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", g)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let cases: [(&Path, &str); 5] = [
+        (&exposed, "readable by its owner only"),
+        (&link, "symbolic link"),
+        (&zero, "all zero"),
+        (&short, "at least 32"),
+        (Path::new(""), "SLURMPLAN_PLAN_KEY_FILE is set but empty"),
+    ];
+    for (key, why) in cases {
+        let k = key.to_str().unwrap();
+        let out = site.path("out.json");
+        let r =
+            site.slurmplan(&["plan", "-d", DESIRED, "-o", out.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+        assert_eq!(r.code, 1, "{k}: {r:?}");
+        assert!(r.stderr.contains(why) && r.stderr.contains(k), "{k}: {}", r.stderr);
+        assert!(!out.exists(), "{k}");
+        let r = site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", k)]);
+        assert_eq!(r.code, 1, "{k}: {r:?}");
+        assert!(r.stderr.contains(why), "{k}: {}", r.stderr);
+    }
+    assert_eq!(site.calls(), 0);
+    let r = site.slurmplan(&["apply", signed.to_str().unwrap()], &[("SLURMPLAN_PLAN_KEY_FILE", g)]);
+    assert_eq!(r.code, 0, "{r:?}");
+}
+
 /// A plan that creates accounts (global account records) waits for the global lock, even when
 /// the other apply is on another cluster.
 #[test]
@@ -731,7 +787,7 @@ fn shared_objects_take_the_global_lock() {
     let (_, argv) = site.plan_file();
     assert!(argv.iter().any(|a| a[2..4] == ["add", "account"] || a[3] == "qos"), "{argv:?}");
     let scope = slurmplan::apply::lock::Scope { global: true, clusters: vec!["othercluster".to_string()] };
-    let held = slurmplan::apply::lock::acquire(&site.locks(), &scope, std::time::Duration::from_secs(1)).unwrap();
+    let held = slurmplan::apply::lock::acquire(&site.lock_dir(), &scope, std::time::Duration::from_secs(1)).unwrap();
     let r = site.apply_with(&[], &["--lock-timeout", "1"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains("slurmplan.lock"), "{}", r.stderr);
@@ -824,4 +880,217 @@ fn a_load_step_slurmdbd_loses_is_caught_by_verification() {
     assert!(load.is_some(), "the lost load said Done: {:?}", site.journal());
     let again = site.slurmplan(&["plan", "-d", d, "--detailed-exitcode"], &[]);
     assert_eq!(again.code, 2, "{again:?}");
+}
+
+/// A symlink planted in the lock directory as a lock file (cluster or global) is refused before
+/// anything runs, and the file it points to keeps its bytes. Before: the next apply truncated
+/// that file and wrote its PID into it.
+#[test]
+fn a_planted_lock_symlink_is_not_followed() {
+    let site = Site::new();
+    for name in ["slurmplan-rocket.lock", "slurmplan.lock"] {
+        let precious = site.path(&format!("precious-{name}"));
+        std::fs::write(&precious, "keep me").unwrap();
+        let _ = std::fs::remove_file(site.locks().join(name));
+        std::os::unix::fs::symlink(&precious, site.locks().join(name)).unwrap();
+        let r = site.apply_with(&[], &[]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains("refusing the lock file") && r.stderr.contains("symbolic link"), "{}", r.stderr);
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+        assert_eq!(site.calls(), 0);
+        std::fs::remove_file(site.locks().join(name)).unwrap();
+    }
+    site.converges();
+    let mode =
+        std::os::unix::fs::MetadataExt::mode(&std::fs::metadata(site.locks().join("slurmplan-rocket.lock")).unwrap());
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+/// A lock directory other users can write is refused unless it is sticky (asked for
+/// explicitly, as SLURMPLAN_LOCK_DIR is here); one another user owns is refused.
+#[test]
+fn a_lock_directory_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let site = Site::new();
+    std::fs::set_permissions(site.locks(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let r = site.apply_with(&[], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("refusing the lock directory") && r.stderr.contains("mode 0777"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+    std::os::unix::fs::chown(site.locks(), Some(65534), None).unwrap();
+    std::fs::set_permissions(site.locks(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let r = site.apply_with(&[], &[]);
+    assert!(r.code == 1 && r.stderr.contains("owned by uid 65534"), "{r:?}");
+    std::os::unix::fs::chown(site.locks(), Some(0), None).unwrap();
+    site.converges();
+}
+
+/// An edited (unsigned) plan whose cluster name climbs out of the lock directory: the lock file
+/// is named inside it, encoded, even when someone planted the directory the name climbs
+/// through. Before: `slurmplan-x/../../something.lock` was created beside the lock directory.
+#[test]
+fn cluster_names_do_not_leave_the_lock_directory() {
+    let site = Site::new();
+    let (p, _) = site.plan_file();
+    std::fs::create_dir(site.locks().join("slurmplan-x")).unwrap();
+    let text = slurmplan::plan::file::to_json(&slurmplan::plan::file::read(&p).unwrap());
+    let mut v: serde_json::Value = serde_json::from_str(
+        &text.replace("\"rocket\"", "\"x/../../something\"").replace("cluster=rocket", "cluster=x/../../something"),
+    )
+    .unwrap();
+    v["checksum"] = serde_json::json!(slurmplan::model::fingerprint::hash_bytes(v["plan"].to_string().as_bytes()));
+    std::fs::write(&p, v.to_string()).unwrap();
+    let r = site.slurmplan(&["apply", p.to_str().unwrap(), "--auto-approve"], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(site.calls(), 0);
+    assert!(!site.path("something.lock").exists(), "a lock file was made outside the lock directory");
+    assert!(site.locks().join("slurmplan-x%2F%2E%2E%2F%2E%2E%2Fsomething.lock").exists(), "{r:?}");
+}
+
+/// Run `c` (stdin closed, output to files) for at most `secs`; `None` if it had to be killed.
+fn run_within(c: &mut Command, dir: &Path, secs: u64) -> Option<Run> {
+    let (out, err) = (dir.join("run.out"), dir.join("run.err"));
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t.elapsed() > std::time::Duration::from_secs(secs) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }?;
+    Some(Run {
+        code: status.code().unwrap_or(-1),
+        stdout: std::fs::read_to_string(&out).unwrap(),
+        stderr: std::fs::read_to_string(&err).unwrap(),
+    })
+}
+
+/// `plan` reads the lock directory as untrusted data: a lock file naming a FIFO or `/dev/zero`
+/// as its journal, and one with terminal escapes, neither hang it, nor fill its memory, nor
+/// reach the terminal. Before: the FIFO hung `plan`, `/dev/zero` made it allocate until it
+/// died, and the escapes were printed raw.
+#[test]
+fn plan_reads_lock_files_as_untrusted_data() {
+    let site = Site::new();
+    let fifo = site.path("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::fs::write(site.locks().join("slurmplan-a.lock"), format!("1\njournal {}\n", fifo.display())).unwrap();
+    std::fs::write(site.locks().join("slurmplan-b.lock"), "\u{1b}]0;pwned\u{7}\njournal /dev/zero\n").unwrap();
+    std::fs::write(site.locks().join("slurmplan-c.lock"), "2\njournal /j/\u{1b}[2J\n").unwrap();
+    let mut c = slurmplan_cmd(&["--color", "never", "plan", "-d", DESIRED]);
+    c.env("SLURMPLAN_SACCTMGR", FAKE).env("SLURMPLAN_LOCK_DIR", site.locks()).env("FAKE_SACCTMGR_DIR", site.state());
+    let r = run_within(&mut c, site.dir.path(), 60).expect("plan hung on the lock directory");
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes printed: {:?}", r.stderr);
+    assert!(r.stderr.contains("journal /dev/zero cannot be read"), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("journal {} cannot be read", fifo.display())), "{}", r.stderr);
+    assert!(r.stderr.contains("/j/\\u{1b}[2J"), "{}", r.stderr);
+}
+
+/// `apply -d` takes its cluster locks from the desired file it loads, however large: with the
+/// cluster's lock held elsewhere it waits and runs nothing. Before: a file past the YAML
+/// library's default budget (here 300,000 `protect` entries) was skimmed a second time for its
+/// clusters, the skim failed silently, and the apply ran without the cluster lock.
+#[test]
+fn apply_d_on_a_large_desired_file_takes_its_cluster_lock() {
+    let site = Site::new();
+    let names: Vec<String> = (0..300_000).map(|i| format!("p{i}")).collect();
+    let text = std::fs::read_to_string(DESIRED).unwrap();
+    let big = text.replacen("protect: [hpc_c_tartu]", &format!("protect: [hpc_c_tartu, {}]", names.join(", ")), 1);
+    assert_ne!(big, text);
+    let desired = site.path("big.yaml");
+    std::fs::write(&desired, big).unwrap();
+    let scope = slurmplan::apply::lock::Scope { global: false, clusters: vec!["rocket".to_string()] };
+    let held = slurmplan::apply::lock::acquire(&site.lock_dir(), &scope, std::time::Duration::from_secs(1)).unwrap();
+    let r = site.slurmplan(&["apply", "-d", desired.to_str().unwrap(), "--auto-approve", "--lock-timeout", "1"], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("slurmplan-rocket.lock") && r.stderr.contains("holds the lock"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0);
+    held.release();
+}
+
+/// Atomic writes are durable: the temporary file is synced before it is renamed over the
+/// target, and the directory is synced after (traced with strace). Checked for a plan file
+/// (`plan -o`) and a snapshot (`dump -o`, each file and its manifest). Before: nothing was synced.
+#[test]
+fn atomic_writes_sync_the_file_then_the_directory() {
+    let site = Site::new();
+    let out = site.path("out");
+    std::fs::create_dir(&out).unwrap();
+    let out = out.canonicalize().unwrap();
+    let traced = |args: &[&str]| -> Vec<String> {
+        let log = site.path("strace.log");
+        let mut c = Command::new("strace");
+        c.args(["-f", "-y", "-qq", "-e", "trace=fsync,fdatasync,rename,renameat,renameat2", "-o"])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_slurmplan"))
+            .args(["--color", "never"])
+            .args(args)
+            .env("SLURMPLAN_SACCTMGR", FAKE)
+            .env("SLURMPLAN_LOCK_DIR", site.locks())
+            .env("FAKE_SACCTMGR_DIR", site.state());
+        let r = run(&mut c);
+        assert_eq!(r.code, 0, "strace is needed for this test: {r:?}");
+        std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect()
+    };
+    let durable = |lines: &[String], dir: &Path, name: &str| {
+        let d = dir.display();
+        let synced_tmp = lines
+            .iter()
+            .position(|l| l.contains("sync(") && l.contains(&format!("<{d}/.{name}.tmp-")))
+            .unwrap_or_else(|| panic!("{name}: the temporary file is not synced: {lines:#?}"));
+        let renamed = lines
+            .iter()
+            .position(|l| l.contains("rename") && l.contains(&format!("\"{d}/{name}\"")))
+            .unwrap_or_else(|| panic!("{name}: not renamed into place: {lines:#?}"));
+        let synced_dir = lines[renamed..].iter().any(|l| l.contains("fsync(") && l.contains(&format!("<{d}>)")));
+        assert!(synced_tmp < renamed && synced_dir, "{name}: {lines:#?}");
+    };
+    let plan = out.join("plan.json");
+    let lines = traced(&["plan", "-d", DESIRED, "-o", plan.to_str().unwrap()]);
+    durable(&lines, &out, "plan.json");
+    let snap = out.join("snap");
+    let lines = traced(&["dump", "-o", snap.to_str().unwrap()]);
+    durable(&lines, &snap, "manifest.json");
+    durable(&lines, &snap, slurmplan::sacctmgr::reads::READS[0].file);
+}
+
+/// Another user than root: the default lock directory is `$XDG_RUNTIME_DIR/slurmplan`, created
+/// 0700; without `XDG_RUNTIME_DIR` an apply stops and asks for `--lock-dir` (before: the shared
+/// temp directory was used).
+#[test]
+fn a_user_without_a_runtime_directory_is_asked_for_a_lock_dir() {
+    use std::os::unix::fs::MetadataExt;
+    let as_nobody = |args: &[&str], runtime: Option<&Path>| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_slurmplan")])
+            .args(args)
+            .env_remove("SLURMPLAN_LOCK_DIR")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("SLURMPLAN_SACCTMGR", FAKE);
+        if let Some(r) = runtime {
+            c.env("XDG_RUNTIME_DIR", r);
+        }
+        run(&mut c)
+    };
+    let r = as_nobody(&["apply", "-d", DESIRED, "--auto-approve"], None);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("no lock directory: XDG_RUNTIME_DIR is not set"), "{}", r.stderr);
+    assert!(r.stderr.contains("--lock-dir"), "{}", r.stderr);
+    let runtime = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    std::os::unix::fs::chown(runtime.path(), Some(65534), Some(65534)).unwrap();
+    let r = as_nobody(&["apply", "-d", "/nonexistent.yaml", "--auto-approve"], Some(runtime.path()));
+    assert_eq!(r.code, 1, "{r:?}");
+    let m = std::fs::metadata(runtime.path().join("slurmplan")).unwrap();
+    assert_eq!((m.uid(), m.mode() & 0o7777), (65534, 0o700));
 }

@@ -1,10 +1,13 @@
 //! The apply journal: JSON Lines. Each step gets a `started` entry, written and synced to disk
 //! before its command runs, and a `finished` entry after it, so a crash or `kill -9` leaves a
 //! record that names the step that was running. Never holds secrets: it records sacctmgr argv
-//! and output tails only.
+//! and output tails only. A journal is opened without following symlinks, created 0600, and
+//! written only if it is a regular file of this user with one link; a journal named by a lock
+//! file is read the same way, bounded ([`MAX_JOURNAL_BYTES`]).
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -45,8 +48,21 @@ pub struct Journal {
 }
 
 impl Journal {
+    /// Open `path` to append to (created 0600): never through a symlink, and only a regular
+    /// file of this user with one link.
     pub fn create(path: &Path) -> std::io::Result<Journal> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) { std::io::Error::other("it is a symbolic link") } else { e }
+            })?;
+        if let Some(reason) = super::lock::not_own_file(&file) {
+            return Err(std::io::Error::other(reason));
+        }
         Ok(Journal { file, path: path.to_path_buf() })
     }
 
@@ -83,11 +99,20 @@ pub enum LastStep {
     After { step: usize, of: usize },
 }
 
-/// Where the journal at `path` stops; `None` when it cannot be read.
+/// The most of a journal [`last_step`] reads (the input bound of every file slurmplan reads;
+/// a load step's entry holds its whole flat file).
+pub const MAX_JOURNAL_BYTES: u64 = crate::input::MAX_BYTES;
+
+/// Where the journal at `path` stops; `None` when it cannot be read. `path` comes from a lock
+/// file: only a regular file is read (opened without following a symlink or blocking), and at
+/// most [`MAX_JOURNAL_BYTES`] of it.
 pub fn last_step(path: &Path) -> Option<LastStep> {
-    let file = File::open(path).ok()?;
+    let file = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
+    if !file.metadata().ok()?.file_type().is_file() {
+        return None;
+    }
     let mut last = LastStep::After { step: 0, of: 0 };
-    for line in std::io::BufReader::new(file).lines() {
+    for line in std::io::BufReader::new(file.take(MAX_JOURNAL_BYTES)).lines() {
         let Ok(line) = line else { break };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
         let num = |k: &str| v.get(k).and_then(|s| s.as_u64()).map(|s| s as usize);
@@ -140,5 +165,40 @@ mod tests {
         j.started(&started(2)).unwrap();
         assert_eq!(last_step(&path), Some(LastStep::Running { step: 2, of: 3, argv: argv.clone() }));
         assert_eq!(last_step(&dir.path().join("none")), None);
+    }
+
+    /// A journal path from a lock file is not followed into a device, a FIFO or a symlink:
+    /// each gives `None` at once (before: `/dev/zero` read until memory ran out, a FIFO hung).
+    #[test]
+    fn a_journal_that_is_not_a_regular_file_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let t = std::time::Instant::now();
+        for p in [Path::new("/dev/zero"), &fifo, &link, dir.path()] {
+            assert_eq!(last_step(p), None, "{p:?}");
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// Creating a journal never writes through a symlink or a hard link, and makes it 0600.
+    #[test]
+    fn a_journal_is_created_0600_and_not_through_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let precious = dir.path().join("precious");
+        std::fs::write(&precious, "keep me").unwrap();
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&precious, &link).unwrap();
+        assert!(Journal::create(&link).err().unwrap().to_string().contains("symbolic link"));
+        let hard = dir.path().join("hard.jsonl");
+        std::fs::hard_link(&precious, &hard).unwrap();
+        assert!(Journal::create(&hard).err().unwrap().to_string().contains("hard links"));
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+        let path = dir.path().join("j.jsonl");
+        Journal::create(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
     }
 }

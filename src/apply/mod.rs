@@ -52,15 +52,31 @@ pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t.max(std::time::UNIX_EPOCH)).to_string()
 }
 
+/// Why [`execute`] ran nothing more.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The journal could not be written (nothing runs without its entry).
+    #[error("{0}")]
+    Journal(#[from] std::io::Error),
+    /// A step writes where this apply holds no lock; found before the first step runs.
+    #[error("step {step} is not covered by the locks this apply holds: {reason}; nothing was run")]
+    NotLocked { step: usize, reason: String },
+}
+
 /// Run every step in order; stop at the first failure, or after the running step when SIGINT
 /// or SIGTERM arrives. Each step is journalled (and synced) as started before it runs and as
-/// finished after it.
+/// finished after it. Before anything runs, every step must be covered by `locks` (the lock
+/// of its cluster, and the global lock for what all clusters share); otherwise nothing runs.
 pub fn execute(
     plan: &Plan,
     runner: &dyn Runner,
     journal: &mut Journal,
     observer: &mut dyn Observer,
-) -> std::io::Result<Report> {
+    locks: &lock::Locks,
+) -> Result<Report, ExecError> {
+    for step in &plan.steps {
+        locks.covers(&step.command).map_err(|reason| ExecError::NotLocked { step: step.number, reason })?;
+    }
     let total = plan.steps.len();
     let mut applied = 0;
     let signals = signals::StopOnSignal::install();
@@ -242,5 +258,82 @@ mod tests {
         after.clusters.get_mut(cname).unwrap().users.insert(gone.clone(), a);
         let left = unconverged(&after, &expected, &plan);
         assert_eq!(left.len(), 1, "{left:?}");
+    }
+
+    /// Counts the commands it is asked to run; every one succeeds.
+    struct Counting(std::sync::atomic::AtomicUsize);
+    impl Runner for Counting {
+        fn run(&self, _args: &[String]) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(Output {
+                code: Some(0),
+                stdout: String::new(),
+                stderr: String::new(),
+                timed_out: false,
+                duration: std::time::Duration::ZERO,
+            })
+        }
+        fn run_stdin(&self, args: &[String], _stdin: &[u8]) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            self.run(args)
+        }
+        fn stream(
+            &self,
+            args: &[String],
+            _sink: &mut dyn FnMut(&[u8]),
+        ) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            self.run(args)
+        }
+        fn describe(&self, args: &[String]) -> Vec<String> {
+            args.to_vec()
+        }
+    }
+
+    struct Quiet;
+    impl Observer for Quiet {
+        fn started(&mut self, _: &Step, _: usize) {}
+        fn finished(&mut self, _: &Step, _: usize, _: bool) {}
+    }
+
+    /// The executor runs nothing when a step's cluster (or the global lock a QoS or account
+    /// record step needs) is not among the locks it was handed; with the plan's own locks it
+    /// runs every step.
+    #[test]
+    fn nothing_runs_without_the_locks_of_every_step() {
+        let (_, plan) = site_a();
+        let s = lock::scope(&plan);
+        assert!(!s.clusters.is_empty());
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = lock::LockDir::open(Some(tmp.path()), false).unwrap().unwrap();
+        let timeout = std::time::Duration::from_secs(1);
+        let mut partial: Vec<lock::Scope> = s
+            .clusters
+            .iter()
+            .map(|c| lock::Scope {
+                global: s.global,
+                clusters: s.clusters.iter().filter(|o| *o != c).cloned().collect(),
+            })
+            .filter(|p| !p.clusters.is_empty())
+            .collect();
+        partial.push(lock::Scope { global: true, clusters: vec!["elsewhere".into()] });
+        if s.global {
+            partial.push(lock::Scope { global: false, clusters: s.clusters.clone() });
+        }
+        for held in partial {
+            let locks = lock::acquire(&dir, &held, timeout).unwrap();
+            let runner = Counting(Default::default());
+            let jpath = tmp.path().join("j.jsonl");
+            let mut journal = Journal::create(&jpath).unwrap();
+            let r = execute(&plan, &runner, &mut journal, &mut Quiet, &locks);
+            assert!(matches!(r, Err(ExecError::NotLocked { .. })), "{held:?}: {r:?}");
+            assert_eq!(runner.0.load(std::sync::atomic::Ordering::SeqCst), 0, "{held:?}");
+            assert_eq!(std::fs::read_to_string(&jpath).unwrap(), "", "{held:?}");
+            locks.release();
+        }
+        let locks = lock::acquire(&dir, &s, timeout).unwrap();
+        let runner = Counting(Default::default());
+        let mut journal = Journal::create(&tmp.path().join("ok.jsonl")).unwrap();
+        execute(&plan, &runner, &mut journal, &mut Quiet, &locks).unwrap();
+        assert!(runner.0.load(std::sync::atomic::Ordering::SeqCst) > 0, "the plan's own locks let it run");
+        locks.release();
     }
 }

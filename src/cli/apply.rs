@@ -2,7 +2,6 @@
 //! exit codes live here; the executor is `slurmplan::apply`.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,7 +10,7 @@ use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
 
 use super::args::{ApplyArgs, Global};
-use super::commands::{build_plan, current_state, plan_key, runner};
+use super::commands::{build_plan_locked, current_state, plan_key, runner};
 use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, Failure, Outcome, use_color};
 
 struct Lines;
@@ -36,34 +35,52 @@ fn clusters_of(plan: &Plan) -> Vec<String> {
     lock::scope(plan).clusters
 }
 
+/// A value from a lock file as shown: control characters (newlines too) escaped.
+fn shown(value: &str) -> String {
+    value.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
+}
+
 /// Tell about applies that were killed before they ended (their lock files still name their
-/// journal): the step that was running, which may or may not have been committed.
+/// journal): the step that was running, which may or may not have been committed. What the
+/// lock files and journals say is shown escaped.
 pub fn report_interrupted(previous: &[lock::Previous]) {
     let mut seen = std::collections::BTreeSet::new();
     for p in previous.iter().filter(|p| seen.insert(&p.journal)) {
+        let journal = shown(&p.journal.to_string_lossy());
         match apply::journal::last_step(&p.journal) {
             Some(apply::journal::LastStep::Running { step, of, argv }) => eprintln!(
-                "warning: a previous apply (PID {}) was interrupted at step {step} of {of}: {}\n  hint: that step may or may not have been committed; its journal is {}; `slurmplan plan` shows what is left",
+                "warning: a previous apply (PID {}) was interrupted at step {step} of {of}: {}\n  hint: that step may or may not have been committed; its journal is {journal}; `slurmplan plan` shows what is left",
                 p.pid,
-                slurmplan::diag::tidy(&argv.join(" ")),
-                p.journal.display()
+                slurmplan::diag::tidy(&shown(&argv.join(" "))),
             ),
             Some(apply::journal::LastStep::After { step, of }) => eprintln!(
-                "warning: a previous apply (PID {}) was interrupted after step {step} of {of} finished\n  hint: its journal is {}; `slurmplan plan` shows what is left",
+                "warning: a previous apply (PID {}) was interrupted after step {step} of {of} finished\n  hint: its journal is {journal}; `slurmplan plan` shows what is left",
                 p.pid,
-                p.journal.display()
             ),
             None => eprintln!(
-                "warning: a previous apply (PID {}) was interrupted; its journal {} cannot be read\n  hint: `slurmplan plan` shows what is left",
+                "warning: a previous apply (PID {}) was interrupted; its journal {journal} cannot be read (or is not a regular file)\n  hint: `slurmplan plan` shows what is left",
                 p.pid,
-                p.journal.display()
             ),
         }
     }
 }
 
+/// The lock directory of an apply (`--lock-dir`, or the default; created if missing).
+fn lock_dir(a: &ApplyArgs) -> Result<lock::LockDir, Failure> {
+    match lock::LockDir::open(a.lock_dir.as_deref(), true) {
+        Ok(Some(d)) => Ok(d),
+        Ok(None) => Err(Failure::new("the lock directory is missing")),
+        Err(e @ lock::LockError::UnsafeDir { explicit: true, .. }) => Err(Failure::new(e.to_string()).hint(
+            "give --lock-dir (or SLURMPLAN_LOCK_DIR) a directory only you can write (chmod 700), or one you own with the sticky bit (chmod 1777)",
+        )),
+        Err(e @ lock::LockError::UnsafeDir { .. }) => Err(Failure::new(e.to_string())
+            .hint("remove it (slurmplan creates it again, 0700), or give --lock-dir a directory only you can write")),
+        Err(e) => Err(Failure::new(e.to_string())
+            .hint("set --lock-dir (or SLURMPLAN_LOCK_DIR) to a directory only you can write")),
+    }
+}
+
 pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
-    let lock_dir = a.lock_dir.clone().unwrap_or_else(std::env::temp_dir);
     match (&a.plan, &a.desired) {
         (Some(path), None) => {
             // The mass-deletion guard and --target ran when this plan was made; the checksum
@@ -91,6 +108,8 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 ))
                 .hint("re-plan with the same --cluster, or drop --cluster to apply the whole plan"));
             }
+            // Cluster names are checked (and encoded) before a lock file is named after them.
+            let lock_dir = lock_dir(&a)?;
             let _locks = take_lock(&lock_dir, &plan, a.lock_timeout)?;
             let current = current_state(g, None)?;
             let now = plan.fingerprint_of(&current);
@@ -106,14 +125,16 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             execute(g, &a, plan, current, lock_dir, _locks)
         }
         (None, Some(d)) => {
-            // Lock first, then read once: the state the plan is made from is the state it runs
-            // on (no second read after the confirmation; other slurmplan runs wait for the lock).
-            // The plan is not made yet, so what it will touch is not known: the global lock is
-            // taken with the desired file's clusters.
-            let scope = lock::Scope { global: true, clusters: desired_clusters(g, d) };
-            let locks = take_locks(&lock_dir, &scope, a.lock_timeout)?;
-            let slurmplan::pipeline::Planned { mut plan, current } =
-                build_plan(g, d, None, a.planning.allow_mass_delete, &a.planning.targets)?;
+            // Load, lock, then read once: the desired file is parsed once, its clusters (after
+            // `--cluster`) are locked with the global lock before the current state is read,
+            // and the state the plan is made from is the state it runs on (no second read after
+            // the confirmation; other slurmplan runs wait for the lock). A file that cannot be
+            // loaded is an error before any lock. The executor refuses any step outside them.
+            let lock_dir = lock_dir(&a)?;
+            let (slurmplan::pipeline::Planned { mut plan, current }, locks) =
+                build_plan_locked(g, d, a.planning.allow_mass_delete, &a.planning.targets, |clusters| {
+                    take_locks(&lock_dir, &lock::Scope { global: true, clusters }, a.lock_timeout)
+                })?;
             if a.planning.no_batch {
                 plan::unbatch(&mut plan);
             }
@@ -123,35 +144,13 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
     }
 }
 
-/// The clusters whose locks an `apply -d` of `desired` takes before reading (after
-/// `--cluster`), lower-cased as sacctmgr stores them. The file is only skimmed here (through
-/// the same bounded input as the loader); `build_plan` loads and checks it (and reports its
-/// errors).
-fn desired_clusters(g: &Global, desired: &std::path::Path) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Skim {
-        #[serde(default)]
-        clusters: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
-    }
-    let text = slurmplan::input::read(desired).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-    let skim: Option<Skim> = serde_saphyr::from_str(&text).ok();
-    let mut v: Vec<String> =
-        skim.map(|s| s.clusters.into_keys().map(|c| c.to_lowercase()).collect()).unwrap_or_default();
-    if !g.clusters.is_empty() {
-        v.retain(|c| g.clusters.iter().any(|s| s.eq_ignore_ascii_case(c)));
-    }
-    v.sort();
-    v.dedup();
-    v
-}
-
 /// Show the plan, ask (unless `--auto-approve`), run it under `locks` and verify.
 fn confirm_and_execute(
     g: &Global,
     a: &ApplyArgs,
     plan: Plan,
     current: slurmplan::model::State,
-    lock_dir: PathBuf,
+    lock_dir: lock::LockDir,
     locks: lock::Locks,
 ) -> Outcome {
     if plan.is_empty() {
@@ -197,16 +196,19 @@ fn refuse_unsound(path: &std::path::Path, plan: &Plan, current: &slurmplan::mode
         .hint("plan files are not edited by hand: re-create it with `slurmplan plan -o FILE`, review it, and apply it"))
 }
 
-fn take_lock(dir: &std::path::Path, plan: &Plan, timeout: u64) -> Result<lock::Locks, Failure> {
+fn take_lock(dir: &lock::LockDir, plan: &Plan, timeout: u64) -> Result<lock::Locks, Failure> {
     take_locks(dir, &lock::scope(plan), timeout)
 }
 
-fn take_locks(dir: &std::path::Path, scope: &lock::Scope, timeout: u64) -> Result<lock::Locks, Failure> {
+fn take_locks(dir: &lock::LockDir, scope: &lock::Scope, timeout: u64) -> Result<lock::Locks, Failure> {
     let locks = lock::acquire(dir, scope, Duration::from_secs(timeout)).map_err(|e| match e {
         lock::LockError::Busy { .. } => {
             Failure::new(e.to_string()).hint("wait for it to finish, or raise --lock-timeout")
         }
-        other => Failure::new(other.to_string()).hint("set --lock-dir to a writable directory"),
+        lock::LockError::Cluster(ref n) => Failure::new(e.to_string()).hint(n.hint.clone()),
+        lock::LockError::UnsafeFile { .. } => Failure::new(e.to_string())
+            .hint("only slurmplan creates files in its lock directory: remove that file (and find out who made it)"),
+        other => Failure::new(other.to_string()).hint("set --lock-dir to a directory only you can write"),
     })?;
     report_interrupted(&locks.previous);
     Ok(locks)
@@ -217,20 +219,20 @@ fn execute(
     a: &ApplyArgs,
     plan: Plan,
     current: slurmplan::model::State,
-    lock_dir: PathBuf,
+    lock_dir: lock::LockDir,
     mut locks: lock::Locks,
 ) -> Outcome {
     let r = runner(g)?;
     let journal_path = a.journal.clone().unwrap_or_else(|| {
         let ts = apply::rfc3339(SystemTime::now()).replace(':', "");
-        lock_dir.join(format!("slurmplan-apply-{ts}-{}.jsonl", std::process::id()))
+        lock_dir.path.join(format!("slurmplan-apply-{ts}-{}.jsonl", std::process::id()))
     });
     let mut journal = Journal::create(&journal_path).map_err(|e| {
         Failure::new(format!("cannot create journal `{}`", journal_path.display())).cause(e.to_string())
     })?;
     eprintln!("journal: {}", journal_path.display());
     locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
-    let result = run_steps(g, a, &r, &plan, &current, &journal_path, &mut journal);
+    let result = run_steps(g, a, &r, &plan, &current, &mut journal, &locks);
     // Every end that reaches here is a clean one (a failed step, a signal, a verification
     // result): the lock files stop naming this journal. A kill leaves them naming it.
     locks.release();
@@ -243,9 +245,10 @@ fn run_steps(
     r: &slurmplan::sacctmgr::runner::ProcessRunner,
     plan: &Plan,
     current: &slurmplan::model::State,
-    journal_path: &std::path::Path,
     journal: &mut Journal,
+    locks: &lock::Locks,
 ) -> Outcome {
+    let journal_path = journal.path.clone();
     let total = plan.steps.len();
     let report = if std::io::stderr().is_terminal() && total > 3 {
         let bar = ProgressBar::new(total as u64);
@@ -254,13 +257,19 @@ fn run_steps(
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let mut obs = Bar(bar);
-        let rep = apply::execute(plan, r, journal, &mut obs);
+        let rep = apply::execute(plan, r, journal, &mut obs, locks);
         obs.0.finish_and_clear();
         rep
     } else {
-        apply::execute(plan, r, journal, &mut Lines)
+        apply::execute(plan, r, journal, &mut Lines, locks)
     }
-    .map_err(|e| Failure::new(format!("cannot write journal `{}`", journal_path.display())).cause(e.to_string()))?;
+    .map_err(|e| match e {
+        apply::ExecError::Journal(e) => {
+            Failure::new(format!("cannot write journal `{}`", journal_path.display())).cause(e.to_string())
+        }
+        e @ apply::ExecError::NotLocked { .. } => Failure::new(e.to_string())
+            .hint("this is a slurmplan bug (the locks are taken from the plan); please report it with the plan"),
+    })?;
     if let Some(f) = report.failure {
         let code = if report.applied == 0 { EXIT_ERROR } else { EXIT_PARTIAL };
         let mut fail = Failure::new(format!(

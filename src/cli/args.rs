@@ -150,7 +150,8 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
     /// Directory of the lock files, one per cluster and one for QoS and account records (default:
-    /// $SLURMPLAN_LOCK_DIR or the temp directory)
+    /// /run/slurmplan for root, $XDG_RUNTIME_DIR/slurmplan otherwise, created 0700); it must be
+    /// writable by you alone, or owned by you and sticky
     #[arg(long, env = "SLURMPLAN_LOCK_DIR", value_name = "DIR")]
     pub lock_dir: Option<PathBuf>,
     /// Seconds to wait for another apply on the same cluster to finish

@@ -157,16 +157,20 @@ pub fn read_state_unsplit(
 /// The key named by `SLURMPLAN_PLAN_KEY_FILE`, if set: plans written are signed with it and
 /// plans applied must carry its signature.
 pub fn plan_key() -> Result<Option<plan::file::Key>, Failure> {
-    let Some(path) = std::env::var_os("SLURMPLAN_PLAN_KEY_FILE").filter(|p| !p.is_empty()).map(PathBuf::from) else {
+    let Some(path) = std::env::var_os("SLURMPLAN_PLAN_KEY_FILE").map(PathBuf::from) else {
         return Ok(None);
     };
-    let bytes = slurmplan::input::read(&path).map_err(|e| {
-        Failure::new(format!("cannot read the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE): {e}", path.display()))
-            .hint("point SLURMPLAN_PLAN_KEY_FILE at a file of random bytes, e.g. `head -c 32 /dev/urandom > FILE`")
+    let make = "make one with `(umask 077; head -c 32 /dev/urandom > FILE)`";
+    if path.as_os_str().is_empty() {
+        return Err(Failure::new("SLURMPLAN_PLAN_KEY_FILE is set but empty")
+            .hint(format!("unset it to write and apply unsigned plans, or point it at a key file; {make}")));
+    }
+    let bytes = slurmplan::input::read_private(&path).map_err(|e| {
+        Failure::new(format!("cannot use the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE): {e}", path.display()))
+            .hint(format!("the key must be a regular file readable by its owner only; {make}"))
     })?;
     plan::file::Key::new(bytes).map(Some).map_err(|e| {
-        Failure::new(format!("the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE) is too short: {e}", path.display()))
-            .hint("make one with `head -c 32 /dev/urandom > FILE`")
+        Failure::new(format!("cannot use the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE): {e}", path.display())).hint(make)
     })
 }
 
@@ -259,17 +263,11 @@ pub fn resolve(d: &desired::Desired, current: &State) -> Result<desired::resolve
     }
 }
 
-/// Write a file atomically (temp file in the same directory + rename).
+/// Write a file atomically and durably (`slurmplan::output`: temp file created new, synced,
+/// renamed, the directory synced).
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), Failure> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp =
-        dir.join(format!(".{}.tmp-{}", path.file_name().and_then(|s| s.to_str()).unwrap_or("out"), std::process::id()));
-    let res = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Failure::new(format!("cannot write `{}`", path.display())).cause(e.to_string()));
-    }
-    Ok(())
+    slurmplan::output::write_atomic(path, text.as_bytes())
+        .map_err(|e| Failure::new(format!("cannot write `{}`", path.display())).cause(e.to_string()))
 }
 
 fn emit(plan: &Plan, format: Format, color: bool) -> Result<(), Failure> {
@@ -377,9 +375,38 @@ pub fn build_plan(
         .map_err(|r| refused(r, desired, "nothing was planned", false))
 }
 
+/// [`build_plan`] for `apply -d`: the desired file is loaded once; `lock` gets its clusters
+/// (after `--cluster`, as sacctmgr stores them) and runs before the current state is read; the
+/// plan is made from that same load.
+pub fn build_plan_locked<L>(
+    g: &Global,
+    desired: &Path,
+    allow_mass_delete: bool,
+    targets: &[String],
+    lock: impl FnOnce(Vec<String>) -> Result<L, Failure>,
+) -> Result<(pipeline::Planned, L), Failure> {
+    let req = pipeline::Request { desired, clusters: &g.clusters, targets, allow_mass_delete, one_shot: true };
+    let mut printer = Printer { warnings: true, timings: Timings::start() };
+    let d = pipeline::load(&req, &mut printer).map_err(|r| refused(r, desired, "nothing was planned", false))?;
+    let held = lock(d.clusters.keys().map(|c| c.as_str().to_string()).collect())?;
+    let planned = pipeline::plan_loaded(&req, d, reader(g, None, true), &mut printer)
+        .map_err(|r| refused(r, desired, "nothing was planned", false))?;
+    Ok((planned, held))
+}
+
 fn plan_cmd(g: &Global, a: PlanArgs) -> Outcome {
-    let lock_dir = std::env::var_os("SLURMPLAN_LOCK_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-    super::apply::report_interrupted(&slurmplan::apply::lock::interrupted(&lock_dir));
+    // Applies killed before they ended, from the lock directory an apply would use (read as
+    // untrusted data; a directory that is missing has nothing to tell, one that is refused is
+    // said so).
+    let explicit = std::env::var_os("SLURMPLAN_LOCK_DIR").filter(|v| !v.is_empty()).map(PathBuf::from);
+    match slurmplan::apply::lock::LockDir::open(explicit.as_deref(), false) {
+        Ok(Some(dir)) => super::apply::report_interrupted(&slurmplan::apply::lock::interrupted(&dir)),
+        // Without a lock directory (a user without XDG_RUNTIME_DIR) no apply can have run.
+        Ok(None) | Err(slurmplan::apply::lock::LockError::NoDir(_)) => {}
+        Err(e) => {
+            eprintln!("warning: interrupted applies are not looked for: {}", slurmplan::diag::tidy(&e.to_string()))
+        }
+    }
     let pipeline::Planned { mut plan, current } =
         build_plan(g, &a.desired, a.state.state.as_deref(), a.planning.allow_mass_delete, &a.planning.targets)?;
     if a.planning.no_batch {

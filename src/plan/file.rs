@@ -39,8 +39,8 @@ struct Envelope<'a> {
 /// A signing key (the bytes of `SLURMPLAN_PLAN_KEY_FILE`, trailing whitespace removed).
 pub struct Key(Vec<u8>);
 
-/// The fewest bytes a key may have.
-pub const MIN_KEY_BYTES: usize = 16;
+/// The fewest bytes a key may have (256 bits, the size of the HMAC-SHA256 tag).
+pub const MIN_KEY_BYTES: usize = 32;
 
 impl Key {
     pub fn new(mut bytes: Vec<u8>) -> Result<Key, String> {
@@ -49,6 +49,9 @@ impl Key {
         }
         if bytes.len() < MIN_KEY_BYTES {
             return Err(format!("the key has {} bytes; at least {MIN_KEY_BYTES} are needed", bytes.len()));
+        }
+        if bytes.iter().all(|&b| b == 0) {
+            return Err("the key is all zero bytes".into());
         }
         Ok(Key(bytes))
     }
@@ -211,8 +214,8 @@ mod tests {
     fn signed_plans_verify_and_edited_ones_do_not() {
         let p = Path::new("p.json");
         let plan = plan();
-        let key = Key::new(b"0123456789abcdef-secret\n".to_vec()).unwrap();
-        let other = Key::new(b"fedcba9876543210-other".to_vec()).unwrap();
+        let key = Key::new(b"0123456789abcdef-0123456789-secret\n".to_vec()).unwrap();
+        let other = Key::new(b"fedcba9876543210-fedcba9876-other".to_vec()).unwrap();
         let signed = to_json_signed(&plan, Some(&key));
         assert_eq!(from_json_with_key(p, &signed, Some(&key)).unwrap(), plan);
         assert_eq!(from_json(p, &signed).unwrap(), plan, "without a key the signature is not needed");
@@ -227,5 +230,16 @@ mod tests {
         assert!(from_json(p, &text).is_ok());
         assert!(matches!(from_json_with_key(p, &text, Some(&key)), Err(PlanFileError::BadSignature { .. })));
         assert!(Key::new(b"short\n".to_vec()).is_err());
+    }
+
+    /// A key needs 32 bytes (trailing whitespace not counted) and may not be all zero bytes.
+    #[test]
+    fn weak_keys_are_refused() {
+        assert!(Key::new(vec![b'k'; 31]).err().unwrap().contains("31 bytes; at least 32"));
+        let mut padded = vec![b'k'; 31];
+        padded.extend_from_slice(b"  \n");
+        assert!(Key::new(padded).is_err());
+        assert!(Key::new(vec![b'k'; 32]).is_ok());
+        assert_eq!(Key::new(vec![0; 64]).err().as_deref(), Some("the key is all zero bytes"));
     }
 }

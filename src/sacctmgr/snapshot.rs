@@ -231,18 +231,24 @@ pub fn load_unsplit(dir: &Path) -> Result<(State, Vec<parse::Unsplit>, Vec<Diagn
 }
 
 /// Write `files` (file name, raw text) and `manifest.json` into `dir`, creating it if needed.
-/// The manifest written records each file's size and SHA-256.
+/// The manifest written records each file's size and SHA-256. Each file is written atomically
+/// and synced with its directory (`crate::output`), the manifest last.
 pub fn write_dir(dir: &Path, files: &[(&'static str, String)], manifest: &Manifest) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut manifest = manifest.clone();
     manifest.files.clear();
     for (name, text) in files {
-        std::fs::write(dir.join(name), text)?;
+        crate::output::write_atomic(&dir.join(name), text.as_bytes())?;
         manifest.files.insert(name.to_string(), FileSum::of(text.as_bytes()));
     }
     let mut json = serde_json::to_string_pretty(&manifest).map_err(std::io::Error::other)?;
     json.push('\n');
-    std::fs::write(dir.join(MANIFEST), json)
+    crate::output::write_atomic(&dir.join(MANIFEST), json.as_bytes())?;
+    // a directory made here is itself an entry of its parent
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        crate::output::sync_dir(parent)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
