@@ -27,7 +27,8 @@
 //! of the token, then cut).
 
 use std::fmt;
-use std::io;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -515,7 +516,19 @@ impl PageDir {
                 "",
             ));
         }
-        std::fs::write(&file, bytes).map_err(|e| {
+        // Created new (never through a link or over a file) and synced: the export is renamed
+        // into place only when every page is on disk (`replace_dir`).
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&file)
+            .and_then(|mut f| {
+                f.write_all(bytes)?;
+                f.sync_all()
+            });
+        written.map_err(|e| {
             FetchError::new(
                 format!("cannot write `{}`", file.display()),
                 "check the space and permissions of the export directory's parent",
@@ -1080,8 +1093,11 @@ pub fn replace_dir(staged: &Path, target: &Path) -> Result<(), FetchError> {
         .cause(e.to_string())
     };
     check_replaceable(target)?;
+    crate::output::sync_dir(staged).map_err(cant)?;
+    let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !target.exists() {
-        return std::fs::rename(staged, target).map_err(cant);
+        std::fs::rename(staged, target).map_err(cant)?;
+        return crate::output::sync_dir(parent).map_err(cant);
     }
     match rustix::fs::renameat_with(rustix::fs::CWD, staged, rustix::fs::CWD, target, rustix::fs::RenameFlags::EXCHANGE)
     {
@@ -1096,10 +1112,11 @@ pub fn replace_dir(staged: &Path, target: &Path) -> Result<(), FetchError> {
                 return Err(cant(e));
             }
             let _ = std::fs::remove_dir_all(&aside);
-            return Ok(());
+            return crate::output::sync_dir(parent).map_err(cant);
         }
         Err(e) => return Err(cant(e.into())),
     }
+    crate::output::sync_dir(parent).map_err(cant)?;
     // `staged` now holds the previous export.
     std::fs::remove_dir_all(staged).map_err(|e| {
         FetchError::new(
