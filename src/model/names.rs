@@ -212,6 +212,12 @@ impl Name {
                 return Err(err(reason, hint));
             }
         }
+        if let Some(word) = keyword(folded) {
+            return Err(err(
+                &format!("sacctmgr reads it as its keyword `{word}`, not as a name"),
+                "choose another name (docs/desired-format.md lists the words sacctmgr reserves)",
+            ));
+        }
         Ok(Parsed { lowercased: needs_fold, name: Name::new(folded) })
     }
 
@@ -476,6 +482,37 @@ impl std::hash::Hasher for NameHasher {
     }
 }
 
+/// The words sacctmgr's argument parsers read as keywords when they stand alone (no `=`), with
+/// the shortest prefix each accepts: sacctmgr matches `strncasecmp(arg, "Where",
+/// MAX(strlen(arg), 5))`, so any case of `where`, and of `withas`..`withassoc`, is the keyword.
+/// Taken from src/sacctmgr/{account,user,qos,cluster,association,file}_functions.c of Slurm
+/// 22.05.8 and 24.11.5 (the same list in both) and probed on both (docs/desired-format.md).
+/// `add qos where` adds nothing: sacctmgr skips the word and finds no name.
+pub const SACCTMGR_KEYWORDS: [(&str, usize); 14] = [
+    ("clean", 3),
+    ("onlydefaults", 2),
+    ("set", 3),
+    ("tree", 4),
+    ("where", 5),
+    ("withassoc", 5),
+    ("withcoordinators", 5),
+    ("withdeleted", 5),
+    ("withfed", 5),
+    ("withrawqoslevel", 5),
+    ("withsubaccounts", 5),
+    ("wolimits", 3),
+    ("wopinfo", 4),
+    ("woplimits", 4),
+];
+
+/// The keyword of [`SACCTMGR_KEYWORDS`] that sacctmgr would read `word` as, in any case.
+pub fn keyword(word: &str) -> Option<&'static str> {
+    SACCTMGR_KEYWORDS.iter().find_map(|&(k, min)| {
+        (word.len() >= min && word.len() <= k.len() && k.as_bytes()[..word.len()].eq_ignore_ascii_case(word.as_bytes()))
+            .then_some(k)
+    })
+}
+
 /// The root account every Slurm cluster has; never deleted.
 pub fn root() -> Name {
     Name::from_static("root")
@@ -511,6 +548,62 @@ mod tests {
         let p = Name::parse("BobUpper", NameKind::User, true).unwrap();
         assert_eq!(p.name.as_str(), "BobUpper");
         assert!(!p.lowercased);
+    }
+
+    /// sacctmgr reads these as words of its own (`add qos where` adds nothing), in any case and
+    /// down to the prefix its matching accepts; for every kind of name.
+    #[test]
+    fn refuses_sacctmgr_keywords_and_their_prefixes() {
+        let kinds = [NameKind::Account, NameKind::User, NameKind::Qos, NameKind::Cluster, NameKind::Partition];
+        for bad in [
+            "where",
+            "WHERE",
+            "Where",
+            "set",
+            "SeT",
+            "withassoc",
+            "withas",
+            "withA",
+            "WOPL",
+            "woplimit",
+            "on",
+            "onlyd",
+            "tree",
+            "cle",
+            "clean",
+            "wol",
+            "wopi",
+            "withsubaccounts",
+            "withfed",
+            "withdeleted",
+            "withrawqoslevel",
+            "withcoord",
+        ] {
+            for kind in kinds {
+                for keep in [false, true] {
+                    let e = Name::parse(bad, kind, keep).unwrap_err();
+                    assert!(e.reason.contains("keyword"), "{bad}: {e}");
+                }
+            }
+        }
+        for good in [
+            "wher",
+            "wheres",
+            "se",
+            "sets",
+            "with",
+            "wo",
+            "o",
+            "tre",
+            "trees",
+            "cl",
+            "cleaner",
+            "withassocs",
+            "setup",
+            "onboard",
+        ] {
+            assert!(Name::parse(good, NameKind::Qos, false).is_ok(), "{good}");
+        }
     }
 
     #[test]

@@ -205,8 +205,8 @@ fn check_one(c: &Command, p: &mut impl FnMut(String)) {
             name(account, Account, p);
         }
         // A load is checked as the commands it stands for, and for what its file cannot carry.
-        Command::Load { accounts, users, .. } => {
-            crate::sacctmgr::load::problems(accounts, users).into_iter().for_each(&mut *p);
+        Command::Load { cluster, accounts, users } => {
+            crate::sacctmgr::load::problems(cluster, accounts, users).into_iter().for_each(&mut *p);
             c.split_accounts().iter().for_each(|sub| check_one(sub, p));
         }
     }
