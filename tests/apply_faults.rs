@@ -825,3 +825,47 @@ fn a_load_step_slurmdbd_loses_is_caught_by_verification() {
     let again = site.slurmplan(&["plan", "-d", d, "--detailed-exitcode"], &[]);
     assert_eq!(again.code, 2, "{again:?}");
 }
+
+/// A plan file whose load step was edited (checksum recomputed, unsigned) to name a user who
+/// already exists is refused by the replay before any write. Real `sacctmgr load` would add the
+/// row AND move that user's DefaultAccount to the line's account (seen on 22.05.8: alice's
+/// DefaultAccount went from the old account to the loaded one; tests/e2e_safety.rs,
+/// `a_load_naming_an_existing_user_is_refused_on_the_bed`), which no command of the plan says.
+#[test]
+fn an_edited_load_step_naming_an_existing_user_is_refused() {
+    use slurmplan::sacctmgr::load::{LoadRow, LoadUser};
+    let site = Site::new();
+    let users: Vec<String> = (0..12).map(|i| format!("nu{i}")).collect();
+    let text = std::fs::read_to_string(DESIRED).unwrap().replacen(
+        "    accounts:\n",
+        &format!(
+            "    accounts:\n      hpc_c_new:\n        parent: hpc_customers\n      hpc_a_n1:\n        parent: hpc_c_new\n        users: [{u}]\n      hpc_a_n2:\n        parent: hpc_c_new\n        users: [{u}]\n",
+            u = users.join(", ")
+        ),
+        1,
+    );
+    let desired = site.path("desired.yaml");
+    std::fs::write(&desired, text).unwrap();
+    let p = site.path("plan.json");
+    let r = site.slurmplan(&["plan", "-d", desired.to_str().unwrap(), "-o", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let mut plan = slurmplan::plan::file::read(&p).unwrap();
+    let load = plan.steps.iter_mut().find(|s| matches!(s.command, SCommand::Load { .. })).expect("a load step");
+    let SCommand::Load { accounts, users, .. } = &mut load.command else { unreachable!() };
+    let n1 = accounts.iter().find(|a| a.name.as_str() == "hpc_a_n1").expect("hpc_a_n1 is loaded").name.clone();
+    let alice: slurmplan::model::Name = serde_json::from_value(serde_json::json!("alice")).unwrap();
+    users.push(LoadUser {
+        name: alice,
+        default_account: n1.clone(),
+        rows: vec![LoadRow { account: n1, set: Default::default() }],
+    });
+    let edited = site.path("edited.json");
+    std::fs::write(&edited, slurmplan::plan::file::to_json(&plan)).unwrap();
+    let r = site.slurmplan(&["apply", edited.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("the load names user `alice`, who exists"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0, "apply ran a step of the edited plan");
+    // the same plan unedited runs
+    let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+}
