@@ -136,7 +136,7 @@ pub fn execute(
                     stopped: None,
                     failure: Some(StepFailure {
                         step: step.number,
-                        command: step.argv.join(" "),
+                        command: shown_argv(&step.argv),
                         reason,
                         hint,
                         output: tail(text.trim(), 8),
@@ -146,6 +146,31 @@ pub fn execute(
         }
     }
     Ok(Report { total, applied, failure: None, stopped: signals.received() })
+}
+
+/// Characters of one argv word shown in a message; the rest is replaced by a count.
+pub const SHOWN_WORD_CHARS: usize = 200;
+
+/// An argv as shown in a message: each word with control characters escaped and cut after
+/// [`SHOWN_WORD_CHARS`] characters with the number of bytes left out, so that a long value (a
+/// description of 64 KiB, a list of thousands of names) never fills the terminal.
+pub fn shown_argv(argv: &[String]) -> String {
+    let word = |w: &String| {
+        let mut out = String::new();
+        for (n, (i, c)) in w.char_indices().enumerate() {
+            if n == SHOWN_WORD_CHARS {
+                out.push_str(&format!("... ({} more bytes)", w.len() - i));
+                break;
+            }
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    argv.iter().map(word).collect::<Vec<_>>().join(" ")
 }
 
 /// The state the plan should produce from `current` (the simulator replaying its steps).
@@ -207,6 +232,56 @@ mod tests {
         assert_eq!(rfc3339(sub_second), "2023-11-14T22:13:20Z");
         let before_1970 = std::time::UNIX_EPOCH - std::time::Duration::from_secs(10);
         assert_eq!(rfc3339(before_1970), "1970-01-01T00:00:00Z");
+    }
+
+    /// A runner that cannot start sacctmgr, as exec fails with E2BIG on a word past 128 KiB.
+    struct TooLong;
+    impl Runner for TooLong {
+        fn run(&self, _: &[String]) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            Err(crate::sacctmgr::runner::RunError::Spawn {
+                program: "sacctmgr".into(),
+                reason: "Argument list too long (os error 7)".into(),
+            })
+        }
+        fn run_stdin(&self, a: &[String], _: &[u8]) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            self.run(a)
+        }
+        fn stream(&self, a: &[String], _: &mut dyn FnMut(&[u8])) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            self.run(a)
+        }
+        fn describe(&self, a: &[String]) -> Vec<String> {
+            std::iter::once("sacctmgr".to_string()).chain(a.iter().cloned()).collect()
+        }
+    }
+
+    struct Quiet;
+    impl Observer for Quiet {
+        fn started(&mut self, _: &Step, _: usize) {}
+        fn finished(&mut self, _: &Step, _: usize, _: bool) {}
+    }
+
+    /// A failed step's command is shown with each long word cut: a 200 KB description is not
+    /// printed whole (it was before), and the words around it are kept.
+    #[test]
+    fn a_failed_steps_long_words_are_cut_in_the_report() {
+        let (_, mut plan) = site_a();
+        plan.steps.truncate(1);
+        let huge = format!("description={}", "d".repeat(200_000));
+        plan.steps[0].argv.push(huge);
+        plan.steps[0].argv.push("organization=o".into());
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = journal::Journal::create(&dir.path().join("j.jsonl")).unwrap();
+        let report = execute(&plan, &TooLong, &mut journal, &mut Quiet).unwrap();
+        let f = report.failure.expect("the step fails");
+        assert!(f.command.len() < 1_000, "{} bytes", f.command.len());
+        assert!(
+            f.command.contains(&format!("description={}... (199812 more bytes)", "d".repeat(188))),
+            "{}",
+            f.command
+        );
+        assert!(f.command.starts_with("sacctmgr -i ") && f.command.ends_with(" organization=o"), "{}", f.command);
+        assert!(f.reason.contains("Argument list too long"), "{}", f.reason);
+        assert_eq!(shown_argv(&["a\u{1b}[31m".to_string()]), "a\\u{1b}[31m");
     }
 
     fn site_a() -> (State, Plan) {

@@ -518,9 +518,22 @@ pub fn root() -> Name {
     Name::from_static("root")
 }
 
+/// The most bytes slurmdbd stores of a free-text value: Description and Organization of an
+/// account and Description of a QoS are MySQL `text` columns (65,535 bytes) in `acct_table` and
+/// `qos_table` on 22.05 and 24.11, and slurmdbd's session runs without strict mode, so a longer
+/// value is cut there without an error (`add account` and `load` alike, exit 0; probed on 22.05.8
+/// and 24.11.5, docs/desired-format.md). One argv word holds at most 131,071 bytes on Linux
+/// (`MAX_ARG_STRLEN`), so `description=` and a value of this size still fit.
+pub const MAX_FREE_TEXT_BYTES: usize = 65_535;
+
 /// Check a free-text value (Description, Organization) the way sacctmgr will store it:
-/// lower-cased, no quotes (sacctmgr turns them into backticks), no control characters.
+/// lower-cased, no quotes (sacctmgr turns them into backticks), no control characters, and at
+/// most [`MAX_FREE_TEXT_BYTES`] once lower-cased.
 pub fn free_text(input: &str) -> Result<String, String> {
+    // Checked first, on the input's length, so that a huge value costs no more work.
+    if input.len() > 4 * MAX_FREE_TEXT_BYTES {
+        return Err(too_long(input.len()));
+    }
     if input.chars().any(|c| c.is_control()) {
         return Err("it contains a control character (newline, tab, ...)".into());
     }
@@ -533,7 +546,17 @@ pub fn free_text(input: &str) -> Result<String, String> {
     if input.is_empty() {
         return Err("it is empty".into());
     }
-    Ok(input.to_lowercase())
+    let lower = input.to_lowercase();
+    if lower.len() > MAX_FREE_TEXT_BYTES {
+        return Err(too_long(lower.len()));
+    }
+    Ok(lower)
+}
+
+fn too_long(len: usize) -> String {
+    format!(
+        "it is {len} bytes long; slurmdbd stores at most {MAX_FREE_TEXT_BYTES} bytes (a `text` column) and cuts the rest without an error"
+    )
 }
 
 #[cfg(test)]
@@ -626,6 +649,19 @@ mod tests {
         }
         assert_eq!(Name::from_sacctmgr("sp ace", NameKind::User).unwrap().as_str(), "sp ace");
         assert!(Name::from_sacctmgr("", NameKind::User).is_err());
+    }
+
+    #[test]
+    fn free_text_is_bounded_by_what_slurmdbd_stores() {
+        let at = "d".repeat(MAX_FREE_TEXT_BYTES);
+        assert_eq!(free_text(&at).unwrap(), at);
+        for len in [MAX_FREE_TEXT_BYTES + 1, 200 << 10, 10 << 20] {
+            let e = free_text(&"d".repeat(len)).unwrap_err();
+            assert!(e.contains(&format!("it is {len} bytes long")) && e.contains("at most 65535 bytes"), "{e}");
+        }
+        // the bound is on the stored (lower-cased) bytes: `İ` (2 bytes) lower-cases to 3
+        let e = free_text(&"İ".repeat(30_000)).unwrap_err();
+        assert!(e.contains("it is 90000 bytes long"), "{e}");
     }
 
     #[test]
