@@ -509,11 +509,17 @@ mod tests {
     }
 
     #[test]
-    fn an_account_too_large_for_any_step_keeps_its_subtree_batched() {
-        let p = plan(30, &"x".repeat(LOAD_CHUNK_TXN_BYTES), "");
-        assert!(loads_of(&p).is_empty());
-        let argv: Vec<String> = p.steps.iter().map(|s| s.argv.join(" ")).collect();
-        assert!(argv.iter().any(|a| a.starts_with("sacctmgr -i add account hpc_c_new")), "{:?}", &argv[0][..80]);
+    fn an_account_at_the_free_text_limit_fits_a_step_alone() {
+        // Free text is bounded (names::MAX_FREE_TEXT_BYTES), so one account's txn bytes stay far
+        // below a step's byte bound: the subtree is loaded.
+        let limit = crate::model::names::MAX_FREE_TEXT_BYTES;
+        let p = plan(30, &"x".repeat(limit), "");
+        let l = loads_of(&p);
+        assert_eq!(l.len(), 1);
+        assert!(l[0].0.iter().any(|a| a.name.as_str() == "hpc_c_new" && a.description.len() == limit));
+        let a = LoadAccount { organization: "o".repeat(limit), ..l[0].0[0].clone() };
+        let cname = name("c".repeat(64), crate::model::NameKind::Cluster);
+        assert!(fits_alone(1, account_txn_bytes(&cname, &a, 64 * 64)));
     }
 
     #[test]
