@@ -136,7 +136,7 @@ pub fn execute(
                     stopped: None,
                     failure: Some(StepFailure {
                         step: step.number,
-                        command: shown_argv(&step.argv),
+                        command: crate::sacctmgr::quote::shown_argv(&step.argv),
                         reason,
                         hint,
                         output: tail(text.trim(), 8),
@@ -146,31 +146,6 @@ pub fn execute(
         }
     }
     Ok(Report { total, applied, failure: None, stopped: signals.received() })
-}
-
-/// Characters of one argv word shown in a message; the rest is replaced by a count.
-pub const SHOWN_WORD_CHARS: usize = 200;
-
-/// An argv as shown in a message: each word with control characters escaped and cut after
-/// [`SHOWN_WORD_CHARS`] characters with the number of bytes left out, so that a long value (a
-/// description of 64 KiB, a list of thousands of names) never fills the terminal.
-pub fn shown_argv(argv: &[String]) -> String {
-    let word = |w: &String| {
-        let mut out = String::new();
-        for (n, (i, c)) in w.char_indices().enumerate() {
-            if n == SHOWN_WORD_CHARS {
-                out.push_str(&format!("... ({} more bytes)", w.len() - i));
-                break;
-            }
-            if c.is_control() {
-                out.extend(c.escape_default());
-            } else {
-                out.push(c);
-            }
-        }
-        out
-    };
-    argv.iter().map(word).collect::<Vec<_>>().join(" ")
 }
 
 /// The state the plan should produce from `current` (the simulator replaying its steps).
@@ -281,7 +256,7 @@ mod tests {
         );
         assert!(f.command.starts_with("sacctmgr -i ") && f.command.ends_with(" organization=o"), "{}", f.command);
         assert!(f.reason.contains("Argument list too long"), "{}", f.reason);
-        assert_eq!(shown_argv(&["a\u{1b}[31m".to_string()]), "a\\u{1b}[31m");
+        assert_eq!(crate::sacctmgr::quote::shown_argv(&["a\u{1b}[31m".to_string()]), "a\\u{1b}[31m");
     }
 
     fn site_a() -> (State, Plan) {

@@ -123,7 +123,10 @@ impl Builder<'_> {
             _ => None,
         };
         if let Err(e) = self.sim.apply(&command) {
-            return Err(PlanError::Unsafe { command: command.argv().join(" "), reason: e.0 });
+            return Err(PlanError::Unsafe {
+                command: crate::sacctmgr::quote::shown_argv(&command.argv()),
+                reason: e.0,
+            });
         }
         let mut causes: Vec<String> = objects.into_iter().filter(|a| self.changed.contains(a)).collect();
         causes.sort();
