@@ -869,3 +869,41 @@ fn an_edited_load_step_naming_an_existing_user_is_refused() {
     let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
     assert_eq!(r.code, 0, "{r:?}");
 }
+
+/// A batch whose name list does not fit in one argv word (Linux: 131,071 bytes) is refused by
+/// `plan` with the word's length, and `apply -d` runs nothing. Before, the plan had a
+/// `modify user where name=...` word of 134,404 bytes (2,100 users of 63 characters), and
+/// apply failed at its last step with "Argument list too long" after 11 steps had run.
+#[test]
+fn a_batch_longer_than_one_argv_word_is_refused_before_anything_runs() {
+    let site = Site::new();
+    let users: Vec<String> = (0..2_100).map(|i| format!("u{i:05}{}", "x".repeat(57))).collect();
+    let mut assocs = std::fs::read_to_string(site.state().join("assocs.txt")).unwrap();
+    let mut defaults = std::fs::read_to_string(site.state().join("defaults.txt")).unwrap();
+    for u in &users {
+        assocs.push_str(&format!("rocket|hpc_a_robo|{u}|||1||||||||||||\n"));
+        defaults.push_str(&format!("rocket|{u}|hpc_a_robo\n"));
+    }
+    std::fs::write(site.state().join("assocs.txt"), assocs).unwrap();
+    std::fs::write(site.state().join("defaults.txt"), defaults).unwrap();
+    let items: String = users.iter().map(|u| format!("          - {{name: {u}, grp_jobs: 5}}\n")).collect();
+    let text = std::fs::read_to_string(DESIRED).unwrap().replacen(
+        "        users: [dave]\n",
+        &format!("        users:\n          - dave\n{items}"),
+        1,
+    );
+    let desired = site.path("desired.yaml");
+    std::fs::write(&desired, text).unwrap();
+    let d = desired.to_str().unwrap();
+    let r = site.slurmplan(&["plan", "-d", d], &[]);
+    assert_eq!(r.code, 1, "{}", &r.stderr[..r.stderr.len().min(3000)]);
+    assert!(
+        r.stderr.contains("one of its words is 134404 bytes long") && r.stderr.contains("131071 bytes"),
+        "{}",
+        &r.stderr[..r.stderr.len().min(3000)]
+    );
+    assert!(r.stderr.len() < 5_000, "stderr is {} bytes", r.stderr.len());
+    let r = site.slurmplan(&["apply", "-d", d, "--auto-approve"], &[]);
+    assert_eq!(r.code, 1, "{}", &r.stderr[..r.stderr.len().min(3000)]);
+    assert_eq!(site.calls(), 0, "apply ran steps of a plan it could not finish");
+}

@@ -20,6 +20,13 @@ pub fn step_problems(plan: &Plan) -> Vec<String> {
         if step.argv != step.command.argv() {
             p("its argv is not the one its command builds".into());
         }
+        if let Some(w) = step.argv.iter().find(|w| w.len() > crate::sacctmgr::quote::MAX_ARGV_WORD_BYTES) {
+            p(format!(
+                "an argv word is {} bytes long; Linux runs no program with a word longer than {} bytes",
+                w.len(),
+                crate::sacctmgr::quote::MAX_ARGV_WORD_BYTES
+            ));
+        }
         check_command(step, &mut p);
     }
     problems

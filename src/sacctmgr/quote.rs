@@ -28,6 +28,10 @@ pub fn sh_join<S: AsRef<str>>(words: &[S]) -> String {
     words.iter().map(|w| sh_quote(w.as_ref())).collect::<Vec<_>>().join(" ")
 }
 
+/// The longest argv word Linux passes to a program: `MAX_ARG_STRLEN` is 32 pages (131,072 bytes)
+/// with the word's NUL; a longer one fails `execve` with E2BIG ("Argument list too long").
+pub const MAX_ARGV_WORD_BYTES: usize = 131_071;
+
 /// Characters of one argv word shown in a message; the rest is replaced by a count.
 pub const SHOWN_WORD_CHARS: usize = 200;
 
