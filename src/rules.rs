@@ -106,9 +106,31 @@ impl RuleModel {
             // A load creates what its lines say, as the commands that do the same one by one
             // (`load::expand`); a value it cannot carry is refused, as `plan::check` does.
             Command::Load { cluster, accounts, users } => {
-                let problems = crate::sacctmgr::load::problems(accounts, users);
+                let problems = crate::sacctmgr::load::problems(cluster, accounts, users);
                 if let Some(p) = problems.first() {
                     return err(p.clone());
+                }
+                // A load only creates: each line names an object that exists nowhere yet. On an
+                // existing user, real load adds the rows AND moves the user's DefaultAccount to
+                // the line's (seen on 22.05.8, tests/e2e_safety.rs); on an existing account it
+                // changes what the line states. Neither is what the commands it stands for do.
+                for a in accounts {
+                    if self.state.accounts.contains_key(&a.name)
+                        || self.state.clusters.values().any(|c| c.accounts.contains(a.name.as_str()))
+                    {
+                        return err(format!(
+                            "the load names account `{}`, which exists: a load only creates accounts that exist nowhere",
+                            a.name
+                        ));
+                    }
+                }
+                for u in users {
+                    if self.knows_user(&u.name) {
+                        return err(format!(
+                            "the load names user `{}`, who exists: a load only creates users with no association anywhere (it would move the user's DefaultAccount)",
+                            u.name
+                        ));
+                    }
                 }
                 for c in crate::sacctmgr::load::expand(cluster, accounts, users) {
                     self.apply(&c)?;

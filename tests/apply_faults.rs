@@ -1094,3 +1094,85 @@ fn a_user_without_a_runtime_directory_is_asked_for_a_lock_dir() {
     let m = std::fs::metadata(runtime.path().join("slurmplan")).unwrap();
     assert_eq!((m.uid(), m.mode() & 0o7777), (65534, 0o700));
 }
+
+/// A plan file whose load step was edited (checksum recomputed, unsigned) to name a user who
+/// already exists is refused by the replay before any write. Real `sacctmgr load` would add the
+/// row AND move that user's DefaultAccount to the line's account (seen on 22.05.8: alice's
+/// DefaultAccount went from the old account to the loaded one; tests/e2e_safety.rs,
+/// `a_load_naming_an_existing_user_is_refused_on_the_bed`), which no command of the plan says.
+#[test]
+fn an_edited_load_step_naming_an_existing_user_is_refused() {
+    use slurmplan::sacctmgr::load::{LoadRow, LoadUser};
+    let site = Site::new();
+    let users: Vec<String> = (0..12).map(|i| format!("nu{i}")).collect();
+    let text = std::fs::read_to_string(DESIRED).unwrap().replacen(
+        "    accounts:\n",
+        &format!(
+            "    accounts:\n      hpc_c_new:\n        parent: hpc_customers\n      hpc_a_n1:\n        parent: hpc_c_new\n        users: [{u}]\n      hpc_a_n2:\n        parent: hpc_c_new\n        users: [{u}]\n",
+            u = users.join(", ")
+        ),
+        1,
+    );
+    let desired = site.path("desired.yaml");
+    std::fs::write(&desired, text).unwrap();
+    let p = site.path("plan.json");
+    let r = site.slurmplan(&["plan", "-d", desired.to_str().unwrap(), "-o", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let mut plan = slurmplan::plan::file::read(&p).unwrap();
+    let load = plan.steps.iter_mut().find(|s| matches!(s.command, SCommand::Load { .. })).expect("a load step");
+    let SCommand::Load { accounts, users, .. } = &mut load.command else { unreachable!() };
+    let n1 = accounts.iter().find(|a| a.name.as_str() == "hpc_a_n1").expect("hpc_a_n1 is loaded").name.clone();
+    let alice: slurmplan::model::Name = serde_json::from_value(serde_json::json!("alice")).unwrap();
+    users.push(LoadUser {
+        name: alice,
+        default_account: n1.clone(),
+        rows: vec![LoadRow { account: n1, set: Default::default() }],
+    });
+    let edited = site.path("edited.json");
+    std::fs::write(&edited, slurmplan::plan::file::to_json(&plan)).unwrap();
+    let r = site.slurmplan(&["apply", edited.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("the load names user `alice`, who exists"), "{}", r.stderr);
+    assert_eq!(site.calls(), 0, "apply ran a step of the edited plan");
+    // the same plan unedited runs
+    let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+}
+
+/// A batch whose name list does not fit in one argv word (Linux: 131,071 bytes) is refused by
+/// `plan` with the word's length, and `apply -d` runs nothing. Before, the plan had a
+/// `modify user where name=...` word of 134,404 bytes (2,100 users of 63 characters), and
+/// apply failed at its last step with "Argument list too long" after 11 steps had run.
+#[test]
+fn a_batch_longer_than_one_argv_word_is_refused_before_anything_runs() {
+    let site = Site::new();
+    let users: Vec<String> = (0..2_100).map(|i| format!("u{i:05}{}", "x".repeat(57))).collect();
+    let mut assocs = std::fs::read_to_string(site.state().join("assocs.txt")).unwrap();
+    let mut defaults = std::fs::read_to_string(site.state().join("defaults.txt")).unwrap();
+    for u in &users {
+        assocs.push_str(&format!("rocket|hpc_a_robo|{u}|||1||||||||||||\n"));
+        defaults.push_str(&format!("rocket|{u}|hpc_a_robo\n"));
+    }
+    std::fs::write(site.state().join("assocs.txt"), assocs).unwrap();
+    std::fs::write(site.state().join("defaults.txt"), defaults).unwrap();
+    let items: String = users.iter().map(|u| format!("          - {{name: {u}, grp_jobs: 5}}\n")).collect();
+    let text = std::fs::read_to_string(DESIRED).unwrap().replacen(
+        "        users: [dave]\n",
+        &format!("        users:\n          - dave\n{items}"),
+        1,
+    );
+    let desired = site.path("desired.yaml");
+    std::fs::write(&desired, text).unwrap();
+    let d = desired.to_str().unwrap();
+    let r = site.slurmplan(&["plan", "-d", d], &[]);
+    assert_eq!(r.code, 1, "{}", &r.stderr[..r.stderr.len().min(3000)]);
+    assert!(
+        r.stderr.contains("one of its words is 134404 bytes long") && r.stderr.contains("131071 bytes"),
+        "{}",
+        &r.stderr[..r.stderr.len().min(3000)]
+    );
+    assert!(r.stderr.len() < 5_000, "stderr is {} bytes", r.stderr.len());
+    let r = site.slurmplan(&["apply", "-d", d, "--auto-approve"], &[]);
+    assert_eq!(r.code, 1, "{}", &r.stderr[..r.stderr.len().min(3000)]);
+    assert_eq!(site.calls(), 0, "apply ran steps of a plan it could not finish");
+}

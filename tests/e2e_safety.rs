@@ -340,3 +340,189 @@ fn load_steps_reach_sacctmgr_over_ssh_and_exec_prefix() {
         assert_eq!(again.code, 0, "{how}: {}\n{}", again.stdout, again.stderr);
     }
 }
+
+/// Free text longer than slurmdbd's `text` column (65,535 bytes) is refused by `validate` and
+/// `plan` with the limit and the value's length, before anything runs (a 200 KB description
+/// passed both before, and `apply` then failed with "Argument list too long" midway); a value
+/// at the limit passes. The message does not print the value whole.
+#[test]
+fn free_text_past_what_slurmdbd_stores_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d.yaml");
+    let file = |field: &str, len: usize| {
+        format!(
+            "version: 1\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {{{field}: {}}}\n",
+            "d".repeat(len)
+        )
+    };
+    for field in ["description", "organization"] {
+        for len in [65_536, 200_000] {
+            std::fs::write(&d, file(field, len)).unwrap();
+            for cmd in [
+                vec!["validate", d.to_str().unwrap()],
+                vec!["plan", "-d", d.to_str().unwrap(), "--state", EXAMPLE_STATE],
+            ] {
+                let r = slurmplan_in(dir.path(), &cmd, &[]);
+                assert_eq!(r.code, 1, "{field} {len} {cmd:?}: {}", r.stderr);
+                assert!(
+                    r.stderr.contains(&format!("it is {len} bytes long; slurmdbd stores at most 65535 bytes")),
+                    "{field} {len} {cmd:?}: {}",
+                    &r.stderr[..r.stderr.len().min(2000)]
+                );
+                assert!(r.stderr.len() < 4000, "{field} {len}: stderr is {} bytes", r.stderr.len());
+            }
+        }
+        std::fs::write(&d, file(field, 65_535)).unwrap();
+        let r = slurmplan_in(dir.path(), &["validate", d.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 0, "{field} at the limit: {}", &r.stderr[..r.stderr.len().min(2000)]);
+    }
+    let q = "version: 1\nqos:\n  q1: {description: LONG}\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {}\n"
+        .replace("LONG", &"d".repeat(65_536));
+    std::fs::write(&d, q).unwrap();
+    let r = slurmplan_in(dir.path(), &["validate", d.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1, "{}", &r.stderr[..r.stderr.len().min(2000)]);
+    assert!(r.stderr.contains("it is 65536 bytes long"), "{}", &r.stderr[..r.stderr.len().min(2000)]);
+}
+
+/// Names sacctmgr reads as its own words are refused at `validate` for every kind of name.
+#[test]
+fn sacctmgr_keywords_are_refused_as_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d.yaml");
+    let cases = [
+        "version: 1\nqos:\n  where: {}\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {}\n",
+        "version: 1\nqos:\n  normal: {}\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {qos: [normal], default_qos: SET}\n",
+        "version: 1\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {}\n      withAssoc: {parent: x}\n",
+        "version: 1\nmanaged:\n  roots: [x]\nclusters:\n  c1:\n    accounts:\n      x: {users: [wopl]}\n",
+        "version: 1\nmanaged:\n  roots: [x]\nclusters:\n  Where:\n    accounts:\n      x: {}\n",
+    ];
+    for yaml in cases {
+        std::fs::write(&d, yaml).unwrap();
+        let r = slurmplan_in(dir.path(), &["validate", d.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 1, "{yaml}: {}", r.stderr);
+        assert!(r.stderr.contains("sacctmgr reads it as its keyword"), "{yaml}: {}", r.stderr);
+    }
+}
+
+/// The refusal above is grounded: real sacctmgr does not read `where` or `set` (any case) as
+/// a QoS or account name. `add qos where` creates nothing and says "Need name of qos to add"
+/// (22.05.8 and 24.11.5; on 24.11 `add user where` too, while 22.05 adds a user `where`).
+#[test]
+fn sacctmgr_reads_where_and_set_as_words_on_the_bed() {
+    if !testbed() {
+        return;
+    }
+    let cluster = new_cluster("kw");
+    for w in ["where", "set", "WHERE", "Set"] {
+        let o = common::testbed::sacctmgr(&["-i", "add", "qos", w]);
+        let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(!o.status.success() && out.contains("Need name of qos to add"), "add qos {w}: {out}");
+        let cl = format!("cluster={cluster}");
+        let o = common::testbed::sacctmgr(&["-i", "add", "account", w, &cl]);
+        let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(!o.status.success() && out.contains("Need name of account to add"), "add account {w}: {out}");
+    }
+    let qos = show(&["show", "qos", "format=Name"]);
+    assert!(!qos.iter().any(|q| q == "where" || q == "set"), "{qos:?}");
+}
+
+/// An unsigned plan file whose load step was edited to also name an existing user is refused
+/// by `apply` with nothing run, and the user's DefaultAccount stays. What the edit would have
+/// done: real `load` adds the row and MOVES the existing user's DefaultAccount to the line's
+/// account (shown at the end on the bed; seen on 22.05.8 and 24.11.5).
+#[test]
+fn a_load_naming_an_existing_user_is_refused_on_the_bed() {
+    use slurmplan::sacctmgr::command::Command as SCommand;
+    use slurmplan::sacctmgr::load::{LoadRow, LoadUser};
+    if !testbed() {
+        return;
+    }
+    let cluster = new_cluster("lx");
+    let tag = format!("lx{}", std::process::id() % 10000);
+    let cl = format!("cluster={cluster}");
+    let (old, user) = (format!("{tag}old"), format!("{tag}u"));
+    common::testbed::seed(&["add", "account", &old, &cl]);
+    common::testbed::seed(&["add", "user", &user, &format!("account={old}"), &cl]);
+    let default_of = |u: &str| {
+        let rows = show(&["show", "assoc", "onlydefaults", &cl, "format=User,Account"]);
+        rows.into_iter().filter(|r| r.starts_with(&format!("{u}|"))).collect::<Vec<_>>()
+    };
+    assert_eq!(default_of(&user), [format!("{user}|{old}")]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let users: Vec<String> = (0..12).map(|u| format!("{tag}n{u}")).collect();
+    let yaml = format!(
+        "version: 1\nmanaged:\n  roots: [{tag}r]\nclusters:\n  {cluster}:\n    accounts:\n      {tag}r: {{}}\n      {tag}a: {{parent: {tag}r, users: [{u}]}}\n      {tag}b: {{parent: {tag}r, users: [{u}]}}\n",
+        u = users.join(", ")
+    );
+    let desired = dir.path().join("desired.yaml");
+    std::fs::write(&desired, yaml).unwrap();
+    let p = dir.path().join("plan.json");
+    let r = slurmplan_in(dir.path(), &["plan", "-d", desired.to_str().unwrap(), "-o", p.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let mut plan = slurmplan::plan::file::read(&p).unwrap();
+    let load = plan.steps.iter_mut().find(|s| matches!(s.command, SCommand::Load { .. })).expect("a load step");
+    let SCommand::Load { users: loaded, .. } = &mut load.command else { unreachable!() };
+    let a: slurmplan::model::Name = serde_json::from_value(serde_json::json!(format!("{tag}a"))).unwrap();
+    loaded.push(LoadUser {
+        name: serde_json::from_value(serde_json::json!(user)).unwrap(),
+        default_account: a.clone(),
+        rows: vec![LoadRow { account: a, set: Default::default() }],
+    });
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, slurmplan::plan::file::to_json(&plan)).unwrap();
+    let r = slurmplan_in(dir.path(), &["apply", edited.to_str().unwrap(), "--color", "never"], &[]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains(&format!("the load names user `{user}`, who exists")), "{}", r.stderr);
+    assert!(show(&["show", "account", &format!("{tag}r"), "format=Account"]).is_empty(), "a step ran");
+    assert_eq!(default_of(&user), [format!("{user}|{old}")]);
+
+    // what real load does with such a line
+    let new = format!("{tag}new");
+    common::testbed::seed(&["add", "account", &new, &cl]);
+    let file = format!("Cluster - '{cluster}'\nParent - '{new}'\nUser - '{user}':DefaultAccount='{new}'\n");
+    let mut child = Command::new("timeout")
+        .args(["60", &common::testbed::sacctmgr_path(), "-i", "load", "file=/dev/stdin", &cl])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), file.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(default_of(&user), [format!("{user}|{new}")], "load did not move the DefaultAccount");
+}
+
+/// What slurmdbd keeps of a description: one of 65,535 bytes (the limit `validate` enforces)
+/// round-trips through `apply`; one byte more is cut to 65,535 by slurmdbd with exit 0 (its
+/// session has no strict SQL mode), which is why `validate` refuses it rather than let it run.
+#[test]
+fn a_description_at_the_limit_round_trips_and_one_past_it_is_cut_on_the_bed() {
+    if !testbed() {
+        return;
+    }
+    let cluster = new_cluster("tx");
+    let tag = format!("tx{}", std::process::id() % 10000);
+    let dir = tempfile::tempdir().unwrap();
+    let at = "d".repeat(65_535);
+    let yaml = format!(
+        "version: 1\nmanaged:\n  roots: [{tag}r]\nclusters:\n  {cluster}:\n    accounts:\n      {tag}r: {{description: {at}, organization: {at}}}\n"
+    );
+    let desired = dir.path().join("desired.yaml");
+    std::fs::write(&desired, yaml).unwrap();
+    let d = desired.to_str().unwrap();
+    let r = slurmplan_in(dir.path(), &["apply", "-d", d, "--auto-approve", "--color", "never"], &[]);
+    assert_eq!(r.code, 0, "{}", &r.stderr[..r.stderr.len().min(3000)]);
+    let rows = show(&["show", "account", &format!("{tag}r"), "format=Description,Organization"]);
+    assert_eq!(rows, [format!("{at}|{at}")]);
+    let again = slurmplan_in(dir.path(), &["plan", "-d", d, "--detailed-exitcode"], &[]);
+    assert_eq!(again.code, 0, "{}", &again.stderr[..again.stderr.len().min(3000)]);
+
+    let past = format!("description={}", "e".repeat(65_536));
+    let o =
+        common::testbed::sacctmgr(&["-i", "add", "account", &format!("{tag}p"), &format!("cluster={cluster}"), &past]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = show(&["show", "account", &format!("{tag}p"), "format=Description"]);
+    assert_eq!(rows, ["e".repeat(65_535)], "slurmdbd kept something else than the first 65,535 bytes");
+}

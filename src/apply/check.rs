@@ -77,6 +77,10 @@ mod tests {
             (Command::DeleteQos { names: vec![raw("Normal")] }, "not lower case"),
             (Command::DeleteQos { names: vec![raw("nosuchqos")] }, "does not apply to the current state"),
             (
+                Command::DeleteQos { names: (0..2_100).map(|i| raw(&format!("q{i:05}{}", "x".repeat(57)))).collect() },
+                "an argv word is 134404 bytes long; Linux runs no program with a word longer than 131071 bytes",
+            ),
+            (
                 Command::ModifyAccountRecord {
                     cluster: cluster.clone(),
                     names: vec![raw("root")],

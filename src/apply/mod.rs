@@ -152,7 +152,7 @@ pub fn execute(
                     stopped: None,
                     failure: Some(StepFailure {
                         step: step.number,
-                        command: step.argv.join(" "),
+                        command: crate::sacctmgr::quote::shown_argv(&step.argv),
                         reason,
                         hint,
                         output: tail(text.trim(), 8),
@@ -225,6 +225,59 @@ mod tests {
         assert_eq!(rfc3339(before_1970), "1970-01-01T00:00:00Z");
     }
 
+    /// A runner that cannot start sacctmgr, as exec fails with E2BIG on a word past 128 KiB.
+    struct TooLong;
+    impl Runner for TooLong {
+        fn run(&self, _: &[String]) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            Err(crate::sacctmgr::runner::RunError::Spawn {
+                program: "sacctmgr".into(),
+                reason: "Argument list too long (os error 7)".into(),
+            })
+        }
+        fn run_stdin(&self, a: &[String], _: &[u8]) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            self.run(a)
+        }
+        fn stream(&self, a: &[String], _: &mut dyn FnMut(&[u8])) -> Result<Output, crate::sacctmgr::runner::RunError> {
+            self.run(a)
+        }
+        fn describe(&self, a: &[String]) -> Vec<String> {
+            std::iter::once("sacctmgr".to_string()).chain(a.iter().cloned()).collect()
+        }
+    }
+
+    struct Quiet;
+    impl Observer for Quiet {
+        fn started(&mut self, _: &Step, _: usize) {}
+        fn finished(&mut self, _: &Step, _: usize, _: bool) {}
+    }
+
+    /// A failed step's command is shown with each long word cut: a 200 KB description is not
+    /// printed whole (it was before), and the words around it are kept.
+    #[test]
+    fn a_failed_steps_long_words_are_cut_in_the_report() {
+        let (_, mut plan) = site_a();
+        plan.steps.truncate(1);
+        let huge = format!("description={}", "d".repeat(200_000));
+        plan.steps[0].argv.push(huge);
+        plan.steps[0].argv.push("organization=o".into());
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = journal::Journal::create(&dir.path().join("j.jsonl")).unwrap();
+        let locks_dir = lock::LockDir::open(Some(dir.path()), false).unwrap().unwrap();
+        let locks = lock::acquire(&locks_dir, &lock::scope(&plan), std::time::Duration::from_secs(1)).unwrap();
+        let report = execute(&plan, &TooLong, &mut journal, &mut Quiet, &locks).unwrap();
+        locks.release();
+        let f = report.failure.expect("the step fails");
+        assert!(f.command.len() < 1_000, "{} bytes", f.command.len());
+        assert!(
+            f.command.contains(&format!("description={}... (199812 more bytes)", "d".repeat(188))),
+            "{}",
+            f.command
+        );
+        assert!(f.command.starts_with("sacctmgr -i ") && f.command.ends_with(" organization=o"), "{}", f.command);
+        assert!(f.reason.contains("Argument list too long"), "{}", f.reason);
+        assert_eq!(crate::sacctmgr::quote::shown_argv(&["a\u{1b}[31m".to_string()]), "a\\u{1b}[31m");
+    }
+
     fn site_a() -> (State, Plan) {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/site-a");
         let current = crate::sacctmgr::snapshot::load(&root.join("state")).unwrap_or_else(|d| panic!("{d:#?}"));
@@ -286,12 +339,6 @@ mod tests {
         fn describe(&self, args: &[String]) -> Vec<String> {
             args.to_vec()
         }
-    }
-
-    struct Quiet;
-    impl Observer for Quiet {
-        fn started(&mut self, _: &Step, _: usize) {}
-        fn finished(&mut self, _: &Step, _: usize, _: bool) {}
     }
 
     /// The executor runs nothing when a step's cluster (or the global lock a QoS or account

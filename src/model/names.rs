@@ -212,6 +212,12 @@ impl Name {
                 return Err(err(reason, hint));
             }
         }
+        if let Some(word) = keyword(folded) {
+            return Err(err(
+                &format!("sacctmgr reads it as its keyword `{word}`, not as a name"),
+                "choose another name (docs/desired-format.md lists the words sacctmgr reserves)",
+            ));
+        }
         Ok(Parsed { lowercased: needs_fold, name: Name::new(folded) })
     }
 
@@ -476,14 +482,58 @@ impl std::hash::Hasher for NameHasher {
     }
 }
 
+/// The words sacctmgr's argument parsers read as keywords when they stand alone (no `=`), with
+/// the shortest prefix each accepts: sacctmgr matches `strncasecmp(arg, "Where",
+/// MAX(strlen(arg), 5))`, so any case of `where`, and of `withas`..`withassoc`, is the keyword.
+/// Taken from src/sacctmgr/{account,user,qos,cluster,association,file}_functions.c of Slurm
+/// 22.05.8 and 24.11.5 (the same list in both) and probed on both (docs/desired-format.md).
+/// `add qos where` adds nothing: sacctmgr skips the word and finds no name.
+pub const SACCTMGR_KEYWORDS: [(&str, usize); 14] = [
+    ("clean", 3),
+    ("onlydefaults", 2),
+    ("set", 3),
+    ("tree", 4),
+    ("where", 5),
+    ("withassoc", 5),
+    ("withcoordinators", 5),
+    ("withdeleted", 5),
+    ("withfed", 5),
+    ("withrawqoslevel", 5),
+    ("withsubaccounts", 5),
+    ("wolimits", 3),
+    ("wopinfo", 4),
+    ("woplimits", 4),
+];
+
+/// The keyword of [`SACCTMGR_KEYWORDS`] that sacctmgr would read `word` as, in any case.
+pub fn keyword(word: &str) -> Option<&'static str> {
+    SACCTMGR_KEYWORDS.iter().find_map(|&(k, min)| {
+        (word.len() >= min && word.len() <= k.len() && k.as_bytes()[..word.len()].eq_ignore_ascii_case(word.as_bytes()))
+            .then_some(k)
+    })
+}
+
 /// The root account every Slurm cluster has; never deleted.
 pub fn root() -> Name {
     Name::from_static("root")
 }
 
+/// The most bytes slurmdbd stores of a free-text value: Description and Organization of an
+/// account and Description of a QoS are MySQL `text` columns (65,535 bytes) in `acct_table` and
+/// `qos_table` on 22.05 and 24.11, and slurmdbd's session runs without strict mode, so a longer
+/// value is cut there without an error (`add account` and `load` alike, exit 0; probed on 22.05.8
+/// and 24.11.5, docs/desired-format.md). One argv word holds at most 131,071 bytes on Linux
+/// (`MAX_ARG_STRLEN`), so `description=` and a value of this size still fit.
+pub const MAX_FREE_TEXT_BYTES: usize = 65_535;
+
 /// Check a free-text value (Description, Organization) the way sacctmgr will store it:
-/// lower-cased, no quotes (sacctmgr turns them into backticks), no control characters.
+/// lower-cased, no quotes (sacctmgr turns them into backticks), no control characters, and at
+/// most [`MAX_FREE_TEXT_BYTES`] once lower-cased.
 pub fn free_text(input: &str) -> Result<String, String> {
+    // Checked first, on the input's length, so that a huge value costs no more work.
+    if input.len() > 4 * MAX_FREE_TEXT_BYTES {
+        return Err(too_long(input.len()));
+    }
     if input.chars().any(|c| c.is_control()) {
         return Err("it contains a control character (newline, tab, ...)".into());
     }
@@ -496,7 +546,17 @@ pub fn free_text(input: &str) -> Result<String, String> {
     if input.is_empty() {
         return Err("it is empty".into());
     }
-    Ok(input.to_lowercase())
+    let lower = input.to_lowercase();
+    if lower.len() > MAX_FREE_TEXT_BYTES {
+        return Err(too_long(lower.len()));
+    }
+    Ok(lower)
+}
+
+fn too_long(len: usize) -> String {
+    format!(
+        "it is {len} bytes long; slurmdbd stores at most {MAX_FREE_TEXT_BYTES} bytes (a `text` column) and cuts the rest without an error"
+    )
 }
 
 #[cfg(test)]
@@ -511,6 +571,62 @@ mod tests {
         let p = Name::parse("BobUpper", NameKind::User, true).unwrap();
         assert_eq!(p.name.as_str(), "BobUpper");
         assert!(!p.lowercased);
+    }
+
+    /// sacctmgr reads these as words of its own (`add qos where` adds nothing), in any case and
+    /// down to the prefix its matching accepts; for every kind of name.
+    #[test]
+    fn refuses_sacctmgr_keywords_and_their_prefixes() {
+        let kinds = [NameKind::Account, NameKind::User, NameKind::Qos, NameKind::Cluster, NameKind::Partition];
+        for bad in [
+            "where",
+            "WHERE",
+            "Where",
+            "set",
+            "SeT",
+            "withassoc",
+            "withas",
+            "withA",
+            "WOPL",
+            "woplimit",
+            "on",
+            "onlyd",
+            "tree",
+            "cle",
+            "clean",
+            "wol",
+            "wopi",
+            "withsubaccounts",
+            "withfed",
+            "withdeleted",
+            "withrawqoslevel",
+            "withcoord",
+        ] {
+            for kind in kinds {
+                for keep in [false, true] {
+                    let e = Name::parse(bad, kind, keep).unwrap_err();
+                    assert!(e.reason.contains("keyword"), "{bad}: {e}");
+                }
+            }
+        }
+        for good in [
+            "wher",
+            "wheres",
+            "se",
+            "sets",
+            "with",
+            "wo",
+            "o",
+            "tre",
+            "trees",
+            "cl",
+            "cleaner",
+            "withassocs",
+            "setup",
+            "onboard",
+        ] {
+            assert!(Name::parse(good, NameKind::Qos, false).is_ok(), "{good}");
+        }
     }
 
     #[test]
@@ -533,6 +649,19 @@ mod tests {
         }
         assert_eq!(Name::from_sacctmgr("sp ace", NameKind::User).unwrap().as_str(), "sp ace");
         assert!(Name::from_sacctmgr("", NameKind::User).is_err());
+    }
+
+    #[test]
+    fn free_text_is_bounded_by_what_slurmdbd_stores() {
+        let at = "d".repeat(MAX_FREE_TEXT_BYTES);
+        assert_eq!(free_text(&at).unwrap(), at);
+        for len in [MAX_FREE_TEXT_BYTES + 1, 200 << 10, 10 << 20] {
+            let e = free_text(&"d".repeat(len)).unwrap_err();
+            assert!(e.contains(&format!("it is {len} bytes long")) && e.contains("at most 65535 bytes"), "{e}");
+        }
+        // the bound is on the stored (lower-cased) bytes: `İ` (2 bytes) lower-cases to 3
+        let e = free_text(&"İ".repeat(30_000)).unwrap_err();
+        assert!(e.contains("it is 90000 bytes long"), "{e}");
     }
 
     #[test]

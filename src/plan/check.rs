@@ -20,6 +20,13 @@ pub fn step_problems(plan: &Plan) -> Vec<String> {
         if step.argv != step.command.argv() {
             p("its argv is not the one its command builds".into());
         }
+        if let Some(w) = step.argv.iter().find(|w| w.len() > crate::sacctmgr::quote::MAX_ARGV_WORD_BYTES) {
+            p(format!(
+                "an argv word is {} bytes long; Linux runs no program with a word longer than {} bytes",
+                w.len(),
+                crate::sacctmgr::quote::MAX_ARGV_WORD_BYTES
+            ));
+        }
         check_command(step, &mut p);
     }
     problems
@@ -205,8 +212,8 @@ fn check_one(c: &Command, p: &mut impl FnMut(String)) {
             name(account, Account, p);
         }
         // A load is checked as the commands it stands for, and for what its file cannot carry.
-        Command::Load { accounts, users, .. } => {
-            crate::sacctmgr::load::problems(accounts, users).into_iter().for_each(&mut *p);
+        Command::Load { cluster, accounts, users } => {
+            crate::sacctmgr::load::problems(cluster, accounts, users).into_iter().for_each(&mut *p);
             c.split_accounts().iter().for_each(|sub| check_one(sub, p));
         }
     }

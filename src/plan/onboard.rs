@@ -165,7 +165,7 @@ fn new_accounts(
             organization: record.organization.unwrap_or(org_default),
             set: AssocSet::from_assoc(want),
         };
-        if !load::problems(std::slice::from_ref(&account), &[]).is_empty() {
+        if !load::problems(cname, std::slice::from_ref(&account), &[]).is_empty() {
             continue;
         }
         let lineage = lineage_bytes(d, n);
@@ -216,7 +216,7 @@ fn new_users(
             load_rows.push(LoadRow { account: k.account.clone(), set: AssocSet::from_assoc(a) });
         }
         let u = LoadUser { name: user.clone(), default_account: default_account.clone(), rows: load_rows };
-        if !load::problems(&[], std::slice::from_ref(&u)).is_empty() {
+        if !load::problems(cname, &[], std::slice::from_ref(&u)).is_empty() {
             continue;
         }
         // every row's account is one of `accounts` (checked above)
@@ -284,6 +284,11 @@ mod tests {
     /// site-a with a new customer `hpc_c_new` (project, two allocations, `n` new users in
     /// both, defaults on the second) plus `extra` account YAML.
     fn plan(n: usize, project_description: &str, extra_users: &str) -> Plan {
+        plan_edited(n, project_description, extra_users, |t| t)
+    }
+
+    /// [`plan`] with the desired file's text passed through `edit` before it is loaded.
+    fn plan_edited(n: usize, project_description: &str, extra_users: &str, edit: impl Fn(String) -> String) -> Plan {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/site-a");
         let current = crate::sacctmgr::snapshot::load(&root.join("state")).unwrap();
         let text = std::fs::read_to_string(root.join("desired.yaml")).unwrap();
@@ -299,7 +304,7 @@ mod tests {
             &format!("\n    users:\n{defaults}      dave:"),
             1,
         );
-        let desired = crate::desired::load_str(Path::new("desired.yaml"), &text).unwrap();
+        let desired = crate::desired::load_str(Path::new("desired.yaml"), &edit(text)).unwrap();
         let resolved = crate::desired::resolve::resolve(&desired, &current).unwrap();
         crate::plan::make_plan(&current, &resolved.state, "x").unwrap()
     }
@@ -352,6 +357,26 @@ mod tests {
         assert!(l.is_empty(), "{l:?}");
         let argv: Vec<String> = p.steps.iter().map(|s| s.argv.join(" ")).collect();
         assert!(argv.iter().any(|a| a.contains("add account hpc_c_new")), "{argv:#?}");
+    }
+
+    /// A QoS name load cannot carry (`#` starts a comment in the file) keeps the accounts that
+    /// name it, in `QOS=` or `DefaultQOS=`, out of every load step; they are added with plain
+    /// commands, as an account name load cannot carry is.
+    #[test]
+    fn a_qos_name_load_cannot_carry_keeps_its_accounts_batched() {
+        let p = plan_edited(30, "new", "", |t| {
+            t.replacen("qos:\n  normal: {}\n", "qos:\n  normal: {}\n  'q#1': {}\n", 1).replacen(
+                "qos: [normal]\n        default_qos: normal\n",
+                "qos: ['q#1']\n        default_qos: 'q#1'\n",
+                1,
+            )
+        });
+        let stdin: Vec<String> = p.steps.iter().filter_map(|s| s.command.stdin()).collect();
+        assert!(stdin.iter().all(|t| !t.contains('#')), "{stdin:#?}");
+        let argv: Vec<String> = p.steps.iter().map(|s| s.argv.join(" ")).collect();
+        assert!(argv.iter().any(|a| a.contains("add account hpc_a_n1") && a.contains("qos=q#1")), "{argv:#?}");
+        // the check a plan file passes agrees
+        assert_eq!(crate::plan::check::step_problems(&p), Vec::<String>::new());
     }
 
     #[test]
@@ -484,11 +509,17 @@ mod tests {
     }
 
     #[test]
-    fn an_account_too_large_for_any_step_keeps_its_subtree_batched() {
-        let p = plan(30, &"x".repeat(LOAD_CHUNK_TXN_BYTES), "");
-        assert!(loads_of(&p).is_empty());
-        let argv: Vec<String> = p.steps.iter().map(|s| s.argv.join(" ")).collect();
-        assert!(argv.iter().any(|a| a.starts_with("sacctmgr -i add account hpc_c_new")), "{:?}", &argv[0][..80]);
+    fn an_account_at_the_free_text_limit_fits_a_step_alone() {
+        // Free text is bounded (names::MAX_FREE_TEXT_BYTES), so one account's txn bytes stay far
+        // below a step's byte bound: the subtree is loaded.
+        let limit = crate::model::names::MAX_FREE_TEXT_BYTES;
+        let p = plan(30, &"x".repeat(limit), "");
+        let l = loads_of(&p);
+        assert_eq!(l.len(), 1);
+        assert!(l[0].0.iter().any(|a| a.name.as_str() == "hpc_c_new" && a.description.len() == limit));
+        let a = LoadAccount { organization: "o".repeat(limit), ..l[0].0[0].clone() };
+        let cname = name("c".repeat(64), crate::model::NameKind::Cluster);
+        assert!(fits_alone(1, account_txn_bytes(&cname, &a, 64 * 64)));
     }
 
     #[test]

@@ -47,14 +47,16 @@ pub fn safe(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| (b == b' ' || b.is_ascii_graphic()) && !b"'\"#\\".contains(&b))
 }
 
-/// Every value of the step that load cannot carry (empty when it can be rendered).
-pub fn problems(accounts: &[LoadAccount], users: &[LoadUser]) -> Vec<String> {
+/// Every value of the step that load cannot carry (empty when it can be rendered): every name
+/// the file holds (cluster, parents, accounts, users, QoS and DefaultQOS) and every free text.
+pub fn problems(cluster: &Name, accounts: &[LoadAccount], users: &[LoadUser]) -> Vec<String> {
     let mut out = Vec::new();
     let check = |out: &mut Vec<String>, what: &str, v: &str| {
         if !safe(v) {
             out.push(format!("{what} `{v}` cannot be written to sacctmgr's load file"));
         }
     };
+    check(&mut out, "cluster", cluster.as_str());
     for a in accounts {
         check(&mut out, "account", a.name.as_str());
         check(&mut out, "parent", a.parent.as_str());
@@ -72,6 +74,12 @@ pub fn problems(accounts: &[LoadAccount], users: &[LoadUser]) -> Vec<String> {
         }
     }
     for set in accounts.iter().map(|a| &a.set).chain(users.iter().flat_map(|u| u.rows.iter().map(|r| &r.set))) {
+        if let Some(QosList::Set(q)) = &set.qos {
+            q.iter().for_each(|n| check(&mut out, "QoS", n.as_str()));
+        }
+        if let Some(Some(q)) = &set.default_qos {
+            check(&mut out, "DefaultQOS", q.as_str());
+        }
         if let Err(e) = options(set) {
             out.push(e);
         }
@@ -361,7 +369,7 @@ mod tests {
     #[test]
     fn render_writes_every_value_and_parse_reads_it_back() {
         let (c, a, u) = sample();
-        assert!(problems(&a, &u).is_empty());
+        assert!(problems(&c, &a, &u).is_empty());
         let text = render(&c, &a, &u);
         assert_eq!(
             text,
@@ -377,16 +385,36 @@ mod tests {
     fn values_load_cannot_carry_are_reported() {
         for bad in ["it's", "say \"hi\"", "a#b", "a\\b", "tab\there", "ü", ""] {
             assert!(!safe(bad), "{bad}");
-            let (_, mut a, u) = sample();
+            let (c, mut a, u) = sample();
             a[0].description = bad.into();
-            assert!(!problems(&a, &u).is_empty(), "{bad}");
+            assert!(!problems(&c, &a, &u).is_empty(), "{bad}");
         }
         for good in ["has space, and comma", "colon:inside", "eq=inside", "semi;x", "pipe|x", "a`b"] {
             assert!(safe(good), "{good}");
         }
-        let (_, a, mut u) = sample();
+        let (c, a, mut u) = sample();
         u[0].default_account = n("other", NameKind::Account);
-        assert!(!problems(&a, &u).is_empty());
+        assert!(!problems(&c, &a, &u).is_empty());
+    }
+
+    /// Every name in the file passes the check, not only accounts and users: a QoS `q#1` in a
+    /// `QOS=` or `DefaultQOS=` value, or a cluster `c#1`, would start a comment in the file.
+    #[test]
+    fn qos_default_qos_and_cluster_names_load_cannot_carry_are_reported() {
+        let q = n("q#1", NameKind::Qos);
+        let (c, mut a, u) = sample();
+        a[1].set.qos = Some(QosList::Set([q.clone(), n("normal", NameKind::Qos)].into()));
+        assert_eq!(problems(&c, &a, &u), ["QoS `q#1` cannot be written to sacctmgr's load file"]);
+        let (c, mut a, u) = sample();
+        a[1].set.qos = Some(QosList::Set([q.clone(), n("normal", NameKind::Qos)].into()));
+        a[1].set.default_qos = Some(Some(q.clone()));
+        let p = problems(&c, &a, &u);
+        assert!(p.iter().any(|e| e.starts_with("DefaultQOS `q#1`")), "{p:?}");
+        let (_, a, mut u) = sample();
+        u[0].rows[0].set.default_qos = Some(Some(q));
+        assert!(!problems(&n("c1", NameKind::Cluster), &a, &u).is_empty());
+        let (_, a, u) = sample();
+        assert!(!problems(&n("c#1", NameKind::Cluster), &a, &u).is_empty());
     }
 
     #[test]

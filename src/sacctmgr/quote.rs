@@ -1,5 +1,6 @@
 //! POSIX sh quoting: the one quoter for the ssh transport (`runner`, where the remote shell
-//! parses the command line) and for the rendered plans (`render`: text, table, script). Pure.
+//! parses the command line) and for the rendered plans (`render`: text, table, script); and an
+//! argv as shown in an error message (`shown_argv`, long words cut). Pure.
 
 /// Quote one word for a POSIX shell. Words made only of `[A-Za-z0-9_./:=,+@%-]` stay bare
 /// (none of these is special to sh, even at the start of a word); anything else, including
@@ -25,6 +26,35 @@ pub fn sh_quote(word: &str) -> String {
 /// Quote each word and join with spaces.
 pub fn sh_join<S: AsRef<str>>(words: &[S]) -> String {
     words.iter().map(|w| sh_quote(w.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
+/// The longest argv word Linux passes to a program: `MAX_ARG_STRLEN` is 32 pages (131,072 bytes)
+/// with the word's NUL; a longer one fails `execve` with E2BIG ("Argument list too long").
+pub const MAX_ARGV_WORD_BYTES: usize = 131_071;
+
+/// Characters of one argv word shown in a message; the rest is replaced by a count.
+pub const SHOWN_WORD_CHARS: usize = 200;
+
+/// An argv as shown in a message: each word with control characters escaped and cut after
+/// [`SHOWN_WORD_CHARS`] characters with the number of bytes left out, so that a long value (a
+/// description of 64 KiB, a list of thousands of names) never fills the terminal.
+pub fn shown_argv(argv: &[String]) -> String {
+    let word = |w: &String| {
+        let mut out = String::new();
+        for (n, (i, c)) in w.char_indices().enumerate() {
+            if n == SHOWN_WORD_CHARS {
+                out.push_str(&format!("... ({} more bytes)", w.len() - i));
+                break;
+            }
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    argv.iter().map(word).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -122,8 +122,19 @@ impl Builder<'_> {
             (Some(cn), Phase::QosSwap) => self.sim.state.clusters.get(cn).map(|c| user_defaults(c, &command)),
             _ => None,
         };
+        let argv = command.argv();
+        if let Some(w) = argv.iter().find(|w| w.len() > crate::sacctmgr::quote::MAX_ARGV_WORD_BYTES) {
+            return Err(PlanError::Unsafe {
+                command: crate::sacctmgr::quote::shown_argv(&argv),
+                reason: format!(
+                    "one of its words is {} bytes long, and Linux runs no program with a word longer than {} bytes (it would fail with \"Argument list too long\" after the steps before it ran)",
+                    w.len(),
+                    crate::sacctmgr::quote::MAX_ARGV_WORD_BYTES
+                ),
+            });
+        }
         if let Err(e) = self.sim.apply(&command) {
-            return Err(PlanError::Unsafe { command: command.argv().join(" "), reason: e.0 });
+            return Err(PlanError::Unsafe { command: crate::sacctmgr::quote::shown_argv(&argv), reason: e.0 });
         }
         let mut causes: Vec<String> = objects.into_iter().filter(|a| self.changed.contains(a)).collect();
         causes.sort();
@@ -145,7 +156,7 @@ impl Builder<'_> {
         self.steps.push(Step {
             number: self.steps.len() + 1,
             phase,
-            argv: command.argv(),
+            argv,
             command,
             causes,
             note: note.map(str::to_string),
