@@ -48,6 +48,13 @@ fn generated_cases_load_and_cover_the_listed_shapes() {
             (case.describe(), yaml.clone()),
             "seed {seed}: the same seed made another case"
         );
+        // the shrinker tries half of many edits first
+        if case.edits.len() > 3 {
+            assert!(
+                case.smaller()[0].edits.len() <= case.edits.len() / 2 + 1,
+                "seed {seed}: shrinking starts with halves"
+            );
+        }
         let seeds: Vec<String> = case.seed_argv().into_iter().map(|w| w.argv.join(" ")).collect();
         let all = seeds.join("\n");
         let names: Vec<&String> = case

@@ -644,8 +644,23 @@ impl Case {
     }
 
     /// Smaller variants of this case, one element removed each (for shrinking).
+    /// Halves first (a case with an onboarded project has a dozen edits: one at a time, a
+    /// shrink budget of 20 runs went on them alone), then one element at a time.
     pub fn smaller(&self) -> Vec<Case> {
         let mut out = Vec::new();
+        if self.edits.len() > 3 {
+            let half = self.edits.len() / 2;
+            for keep in [self.edits[half..].to_vec(), self.edits[..half].to_vec()] {
+                let mut c = self.clone();
+                c.edits = keep;
+                out.push(c);
+            }
+        }
+        if self.mess.len() > 1 {
+            let mut c = self.clone();
+            c.mess.clear();
+            out.push(c);
+        }
         for i in 0..self.edits.len() {
             let mut c = self.clone();
             c.edits.remove(i);
