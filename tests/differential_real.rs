@@ -15,6 +15,11 @@
 //! still fails the same way) and saved under tests/data/differential/ as a fixture that
 //! tests/differential_fixtures.rs replays offline. Every case deletes what it created.
 //!
+//! Every seeding write must succeed (a case is a state real slurmdbd accepted, write by write);
+//! one that does not fails the case as `Seed`, a generator bug. The run goes on after a failing
+//! case (each case has its own name prefix) and reports every failure at the end, each with the
+//! command that repeats it on a fresh bed.
+//!
 //! Knobs: SLURMPLAN_DIFF_CASES (default 10), SLURMPLAN_DIFF_SEED (first seed; default from the
 //! clock, printed), SLURMPLAN_DIFF_SHRINK (re-runs a shrink may take, default 40),
 //! SLURMPLAN_DIFF_SAVE (where fixtures go; default tests/data/differential).
@@ -84,6 +89,16 @@ fn bed() -> Option<Bed> {
         .unwrap_or_else(|e| panic!("SLURMPLAN_TESTBED is set but sacctmgr does not answer: {e}"))
         .expect("a Slurm version from sacctmgr -V");
     Some(Bed { runner, version })
+}
+
+/// The shell command that repeats one seed on a fresh bed of this version.
+fn repeat_command(bed: &Bed, seed: u64) -> String {
+    let dir = std::env::var("SLURMPLAN_TESTBED").unwrap_or_else(|_| "DIR".into());
+    let version = if bed.v2205() { "22.05" } else { "24.11" };
+    format!(
+        "scripts/slurm-testbed up {dir} --version {version} --quickack; . {dir}/env; \
+         SLURMPLAN_DIFF_CASES=1 SLURMPLAN_DIFF_SEED={seed} cargo test --test differential_real -- --nocapture"
+    )
 }
 
 fn env_num(name: &str, default: u64) -> u64 {
@@ -197,6 +212,8 @@ enum Kind {
     NoChange,
     /// A second plan is not empty.
     NotConverged,
+    /// What the case created could not all be deleted again.
+    Cleanup,
 }
 
 struct Record {
@@ -220,12 +237,25 @@ fn fail(kind: Kind, message: String, record: Option<Record>) -> Failure {
 /// steps applied. The caller cleans up.
 fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
     cleanup(bed, &case.prefix).map_err(|e| fail(Kind::Seed, format!("clean-up before seeding: {e}"), None))?;
-    for (argv, must) in case.seed_argv() {
-        let o = bed.run(&argv);
-        if must && !seeded(&o) {
+    // Every seeding write must succeed: the case is then a state real slurmdbd accepted. A
+    // write the generator marks `may_refuse` is said and counted when refused, never dropped
+    // in silence.
+    for w in case.seed_argv() {
+        let o = bed.run(&w.argv);
+        if !seeded(&o) && w.may_refuse {
+            REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            eprintln!(
+                "differential: seed {}: slurmdbd refused the write `sacctmgr -i {}` (may be refused; the case goes on without it): {}",
+                case.seed,
+                w.argv.join(" "),
+                output_text(&o).trim()
+            );
+            continue;
+        }
+        if !seeded(&o) {
             return Err(fail(
                 Kind::Seed,
-                format!("seeding `sacctmgr -i {}`: {}", argv.join(" "), output_text(&o)),
+                format!("seeding `sacctmgr -i {}`: {}", w.argv.join(" "), output_text(&o)),
                 None,
             ));
         }
@@ -319,13 +349,21 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
     Ok(plan.steps.len())
 }
 
-/// Run, then clean up whatever the outcome.
+/// Seeding writes marked `may_refuse` that slurmdbd refused, in this run (shrink runs included).
+static REFUSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Run, then clean up whatever the outcome. A clean-up that fails is a failure of the case
+/// (the next case has another prefix, so the run goes on).
 fn run_clean(bed: &Bed, case: &Case) -> Result<usize, Failure> {
     let r = run_case(bed, case);
-    if let Err(e) = cleanup(bed, &case.prefix) {
-        panic!("seed {}: {e}", case.seed);
+    match (cleanup(bed, &case.prefix), r) {
+        (Ok(()), r) => r,
+        (Err(e), Ok(_)) => Err(fail(Kind::Cleanup, format!("clean-up after the case: {e}"), None)),
+        (Err(e), Err(mut f)) => {
+            f.message.push_str(&format!("\n(and the clean-up after it: {e})"));
+            Err(f)
+        }
     }
-    r
 }
 
 /// Remove elements while the case still fails the same way (at most `budget` re-runs).
@@ -396,6 +434,7 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
             }
             Err(f) => {
                 eprintln!("differential: seed {seed} FAILED ({:?}): {}", f.kind, f.message);
+                eprintln!("differential: seed {seed}: repeat it with\n  {}", repeat_command(&bed, seed));
                 let kind = f.kind;
                 let (small, f, runs) = shrink(&bed, case, f, budget);
                 let dir = save.join(format!("{ver}-{seed}-{}", format!("{kind:?}").to_lowercase()));
@@ -406,15 +445,21 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
                     f.message,
                     small.describe()
                 );
-                failures.push(format!("seed {seed}: {kind:?}: {}", dir.display()));
+                failures.push(format!(
+                    "seed {seed}: {kind:?}: {} (repeat: {})",
+                    dir.display(),
+                    repeat_command(&bed, seed)
+                ));
             }
         }
     }
     eprintln!(
-        "differential: Slurm {}: {cases} cases, {steps} steps checked, {} failed, {:.0} s",
+        "differential: Slurm {}: {cases} cases (seeds {first}-{}), {steps} steps checked, {} failed, {:.0} s; {} seeding writes refused that may be",
         bed.version,
+        first + cases - 1,
         failures.len(),
-        t0.elapsed().as_secs_f64()
+        t0.elapsed().as_secs_f64(),
+        REFUSED.load(std::sync::atomic::Ordering::Relaxed)
     );
     assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n"));
 }
