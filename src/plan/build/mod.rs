@@ -124,6 +124,13 @@ impl Builder<'_> {
         };
         let argv = command.argv();
         if let Some(w) = argv.iter().find(|w| w.len() > crate::sacctmgr::quote::MAX_ARGV_WORD_BYTES) {
+            // A batch too long for one argv word (a name list of thousands of long names) runs
+            // as two commands, each checked on its own; a single name that long cannot be split.
+            if let Some((first, second)) = command.halves() {
+                let (objects_first, objects_second) = split_objects(objects, first.listed_names());
+                self.emit(phase, first, objects_first, note)?;
+                return self.emit(phase, second, objects_second, note);
+            }
             return Err(PlanError::Unsafe {
                 command: crate::sacctmgr::quote::shown_argv(&argv),
                 reason: format!(
@@ -171,6 +178,19 @@ impl Builder<'_> {
     fn cluster(&self, name: &Name) -> &ClusterState {
         self.sim.state.clusters.get(name).expect("cluster checked by resolve")
     }
+}
+
+/// The addresses of a batch's objects split between its two halves: an address that names one of
+/// `first`'s names (an account `....NAME`, a user association `....USER@...`) goes with the
+/// first half, every other with the second, so each step lists the changes it makes.
+fn split_objects(objects: Vec<String>, first: &[Name]) -> (Vec<String>, Vec<String>) {
+    let names: std::collections::HashSet<&str> = first.iter().map(Name::as_str).collect();
+    objects.into_iter().partition(|addr| {
+        let Some((_, last)) = addr.split_once('.').and_then(|(_, rest)| rest.split_once('.')) else {
+            return false;
+        };
+        names.contains(last) || last.split_once('@').is_some_and(|(user, _)| names.contains(user))
+    })
 }
 
 fn acct_addr(c: &Name, n: &Name) -> String {
