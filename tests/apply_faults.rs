@@ -1192,6 +1192,8 @@ fn a_batch_longer_than_one_argv_word_is_split() {
     assert_eq!(named, 2_100);
     let r = site.slurmplan(&["apply", "-d", d, "--auto-approve"], &[]);
     assert_eq!(r.code, 0, "{}", &r.stderr[..r.stderr.len().min(3000)]);
+    // progress lines show each word cut (the plan shown before them, on stdout, is whole)
+    assert!(r.stderr.len() < 20_000, "apply's progress is {} bytes", r.stderr.len());
     let again = site.slurmplan(&["plan", "-d", d, "--detailed-exitcode"], &[]);
     assert_eq!(again.code, 0, "{}", &again.stderr[..again.stderr.len().min(3000)]);
 }

@@ -16,7 +16,7 @@ use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, Failure, Outcome, use_color};
 struct Lines;
 impl Observer for Lines {
     fn started(&mut self, step: &Step, total: usize) {
-        eprintln!("[{}/{}] {}", step.number, total, step.argv.join(" "));
+        eprintln!("[{}/{}] {}", step.number, total, slurmplan::sacctmgr::quote::shown_argv(&step.argv));
     }
     fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {}
 }
@@ -24,7 +24,7 @@ impl Observer for Lines {
 struct Bar(ProgressBar);
 impl Observer for Bar {
     fn started(&mut self, step: &Step, _total: usize) {
-        self.0.set_message(step.argv[2..].join(" "));
+        self.0.set_message(slurmplan::sacctmgr::quote::shown_argv(&step.argv[2..]));
     }
     fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {
         self.0.inc(1);
