@@ -681,21 +681,19 @@ fn parent_context(c: &ClusterState, name: &Name) -> (BTreeSet<Name>, Option<Name
 }
 
 /// The rule on one account and its user associations, given the account tree (whole-state
-/// checks: every violation counts).
+/// checks: every violation counts, the account's and each user association's, so that a
+/// caller comparing with the violations already there sees a new user association under an
+/// account that was already broken, e.g. by Slurm 22.05).
 fn check_default_qos_of_account<'u>(
     accounts: &AccountGraph,
     acct: &Name,
     users: impl Iterator<Item = (&'u UserKey, &'u Assoc)>,
-) -> Result<(), RuleError> {
+    out: &mut Vec<RuleError>,
+) {
     let eff = accounts.effective_qos(acct.as_str());
     let def = accounts.effective_default_qos(acct.as_str());
-    if let Some(v) = account_violation(acct, &eff, def) {
-        return Err(v.1);
-    }
-    for (k, a) in users {
-        check_user(&eff, def, k, a)?;
-    }
-    Ok(())
+    out.extend(account_violation(acct, &eff, def).map(|v| v.1));
+    out.extend(users.filter_map(|(k, a)| user_violation(&eff, def, k, a)).map(|v| v.1));
 }
 
 fn account_violation(acct: &Name, eff: &BTreeSet<Name>, def: Option<&Name>) -> Option<(Violation, RuleError)> {
@@ -705,13 +703,6 @@ fn account_violation(acct: &Name, eff: &BTreeSet<Name>, def: Option<&Name>) -> O
     }
     let e = RuleError(format!("account `{acct}` would have DefaultQOS `{d}` outside its QoS list [{}]", list(eff)));
     Some((Violation { account: acct.clone(), user: None, default_qos: d.clone() }, e))
-}
-
-fn check_user(acct_eff: &BTreeSet<Name>, acct_def: Option<&Name>, k: &UserKey, a: &Assoc) -> Result<(), RuleError> {
-    match user_violation(acct_eff, acct_def, k, a) {
-        Some((_, e)) => Err(e),
-        None => Ok(()),
-    }
 }
 
 fn user_violation(
@@ -827,10 +818,10 @@ where
     I: Iterator<Item = (&'u UserKey, &'u Assoc)>,
 {
     let mut out = Vec::new();
+    let mut found = Vec::new();
     for acct in accounts.names() {
-        if let Err(e) = check_default_qos_of_account(accounts, acct, users_of(acct)) {
-            out.push(RuleError(format!("on `{cname}`: {}", e.0)));
-        }
+        check_default_qos_of_account(accounts, acct, users_of(acct), &mut found);
+        out.extend(found.drain(..).map(|e| RuleError(format!("on `{cname}`: {}", e.0))));
     }
     out
 }

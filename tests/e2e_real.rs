@@ -1,6 +1,7 @@
 //! End-to-end tests against a REAL slurmdbd (Slurm 22.05 or 24.11) started by
-//! `scripts/slurm-testbed up DIR` (`.ci/run` does it). Gated by `SLURMPLAN_TESTBED`: unset ->
-//! each test says it is skipped; set -> the test bed MUST answer, or the tests fail.
+//! `scripts/slurm-testbed up DIR` (`.ci/run` does it). Every test is `#[ignore]`d: run them with
+//! `-- --ignored` after `. DIR/env`; without `SLURMPLAN_TESTBED` they then fail, and the test
+//! bed MUST answer, or the tests fail.
 //!
 //! Each test works on its own cluster (registered by the test) and its own QoS names, so the
 //! tests do not see each other's objects; run them with `--test-threads=1`. Must not check
@@ -101,10 +102,9 @@ qos:
 /// GrpSubmitJobs pause/restore, re-parent of a project with its children, an unmanaged account
 /// that must be left alone, and `dump` + plan giving the same plan as live.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn lifecycle_of_a_waldur_like_tree() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("life");
     let existing = show(&["show", "qos", "format=Name"]);
     for q in ["e2e_paused", "e2e_down"] {
@@ -174,10 +174,9 @@ fn lifecycle_of_a_waldur_like_tree() {
 /// Deleting an allocation that is users' DefaultAccount: defaults move first and never dangle,
 /// checked after EVERY step; bulk user adds/removes are batched; upper-case names converge.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn default_accounts_never_dangle_and_users_are_batched() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("dflt");
     let c = site.cluster.clone();
     let users: Vec<String> = (0..30).map(|i| format!("u{i:02}")).collect();
@@ -250,10 +249,9 @@ fn default_accounts_never_dangle_and_users_are_batched() {
 /// A small team joining two new allocations: one `add user` for both accounts, naming the
 /// default the users want (not the first account), so no DefaultAccount move follows.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn small_team_joins_two_allocations_in_one_add() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("team");
     let c = site.cluster.clone();
     let team: Vec<String> = (0..6).map(|i| format!("tm{i}")).collect();
@@ -293,10 +291,9 @@ fn small_team_joins_two_allocations_in_one_add() {
 
 /// A second cluster on the same slurmdbd is planned independently; a stale plan is refused.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn second_cluster_and_stale_plan() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let a = Site::new("two");
     let b_cluster = format!("{}b", a.cluster);
     seed(&["add", "cluster", &b_cluster]);
@@ -319,10 +316,9 @@ fn second_cluster_and_stale_plan() {
 
 /// Waldur exports + the site-agent config -> desired -> apply on real slurmdbd -> plan is empty.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn waldur_build_apply_converges() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("wald");
     let existing = show(&["show", "qos", "format=Name"]);
     for q in ["paused", "downscaled", "gpu_long"] {
@@ -385,10 +381,9 @@ fn doctor_findings(cluster: &str) -> (i32, Vec<(String, String)>) {
 /// the DefaultAccount empty; `doctor` reports it, its repair plan applies on the real slurmdbd,
 /// and `doctor` then finds nothing on that cluster.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn doctor_repairs_a_dangling_default_account() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("doc");
     let c = format!("cluster={}", site.cluster);
     seed(&["add", "account", "doc_a,doc_b", &c]);
@@ -438,10 +433,9 @@ fn doctor_repairs_a_dangling_default_account() {
 /// `export` of a real slurmdbd (every cluster on the test bed, live and from a dump) gives a
 /// desired file whose plan is empty.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn export_of_a_real_state_plans_empty() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("exp");
     let c = format!("cluster={}", site.cluster);
     if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_exp_gold") {
@@ -492,10 +486,9 @@ fn export_of_a_real_state_plans_empty() {
 /// Such a state (seeded, or produced by a plan's own steps) reads, plans, applies, verifies,
 /// dumps, exports and passes doctor.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn default_account_with_partition_rows_reads_and_converges() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("prow");
     let c = format!("cluster={}", site.cluster);
     seed(&["add", "account", "pr_a,pr_b", &c]);
@@ -531,10 +524,9 @@ fn default_account_with_partition_rows_reads_and_converges() {
 /// change above it (a pause by GrpSubmitJobs=0): slurmplan refuses only violations its own
 /// commands would introduce.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn an_existing_default_qos_violation_does_not_block_other_changes() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("dqv");
     let c = format!("cluster={}", site.cluster);
     if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_dq_paused") {
@@ -569,10 +561,9 @@ fn an_existing_default_qos_violation_does_not_block_other_changes() {
 /// A QoS is shared by the whole site: `qos: {name: {}}` declares it and manages nothing on
 /// it, so its Flags and GrpTRES stay; an attribute the file gives is managed alone.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn a_declared_qos_keeps_the_attributes_the_file_does_not_give() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("qosk");
     if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_q_keep") {
         seed(&["add", "qos", "e2e_q_keep"]);
@@ -633,10 +624,9 @@ fn step_through(site: &Site, yaml: &str, mut check: impl FnMut(&[String])) -> us
 /// New allocations never run uncapped: after every step of the plan that creates them, each
 /// account that has users already has its GrpTRESMins; creations stay one `add account`.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn new_accounts_have_their_limits_before_any_user() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("lim");
     let yaml = "version: 1\nmanaged:\n  prefixes: [lim_]\nclusters:\n  CLUSTER:\n    accounts:\n      lim_a:\n        grp_tres_mins: {cpu: 1000}\n        users: [lu1, lu2]\n      lim_b:\n        grp_tres_mins: {cpu: 2000}\n        users: [lu1]\n";
     let want = [("lim_a", "cpu=1000"), ("lim_b", "cpu=2000")];
@@ -661,10 +651,9 @@ fn new_accounts_have_their_limits_before_any_user() {
 /// the inherited default gets the first QoS of its list), and `doctor` then finds nothing on
 /// that cluster.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn doctor_repairs_default_qos_outside_the_list() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("docq");
     let c = format!("cluster={}", site.cluster);
     if !show(&["show", "qos", "format=Name"]).iter().any(|q| q == "e2e_dq_paused") {
@@ -723,10 +712,9 @@ fn doctor_repairs_default_qos_outside_the_list() {
 /// matching and `-P` output on 22.05 and 24.11): apply converges and the names are stored as
 /// written.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn odd_names_round_trip() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let s = Site::new("names");
     let c = format!("cluster={}", s.cluster);
     seed(&["add", "account", "acc sp", &c]);
@@ -760,10 +748,9 @@ fn odd_names_round_trip() {
 /// something it depends on changes: an unmanaged account and user added on the same cluster
 /// leave it valid (apply converges); a user added under a managed account makes it stale.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn saved_plan_survives_unrelated_writes_only() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let s = Site::new("scope");
     let c = format!("cluster={}", s.cluster);
     let base =
@@ -807,10 +794,9 @@ fn saved_plan_survives_unrelated_writes_only() {
 /// of the DefaultAccount's rows at once (`delete user ... account=A` without a partition).
 /// tia moves to `dr_hb` and leaves both `dr_ha` rows in one command.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn users_with_partition_rows_under_their_default_leave_cleanly() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("drow");
     let c = format!("cluster={}", site.cluster);
     seed(&["add", "account", "dr_ha,dr_hb", &c]);
@@ -854,10 +840,9 @@ fn users_with_partition_rows_under_their_default_leave_cleanly() {
 /// wes (no other account) leaves the account at once and gets the row that stays back.
 /// apply's verify compares the model's per-row marks with a re-read.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn a_marked_default_row_goes_while_the_user_stays() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("mrow");
     let c = format!("cluster={}", site.cluster);
     seed(&["add", "account", "mr_a,mr_b", &c]);
@@ -883,10 +868,9 @@ fn a_marked_default_row_goes_while_the_user_stays() {
 /// decoy exists (on both versions: a plan does not know the version it will meet), and goes
 /// through once it is gone.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn removing_a_user_with_underscore_leaves_lookalikes() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let s = Site::new("like");
     let c = format!("cluster={}", s.cluster);
     let pid = std::process::id();
@@ -923,10 +907,9 @@ fn removing_a_user_with_underscore_leaves_lookalikes() {
 /// (its desired default is the new row) gets its kept account first and the new one after the
 /// add; `ub` (its desired default has a row already) gets it before the add.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn an_add_for_a_user_without_default_account_sets_it_first() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("dang");
     let c = format!("cluster={}", site.cluster);
     seed(&["add", "account", "dg_m0,dg_m2", &c]);
@@ -985,10 +968,9 @@ fn an_add_for_a_user_without_default_account_sets_it_first() {
 /// account whose description load cannot carry (`#`) is created with `add account`; the saved
 /// plan shows the file; the re-read equals the desired state and a second plan is empty.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn new_site_is_onboarded_with_sacctmgr_load() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let site = Site::new("load");
     let c = site.cluster.clone();
     let tag = format!("l{}", std::process::id() % 10000);

@@ -526,6 +526,48 @@ mod tests {
             );
         }
     }
+
+    /// An account that Slurm 22.05 left with an inherited DefaultQOS outside its list (its
+    /// parent's DefaultQOS was set later) stays as it is, but a new user association under it
+    /// would inherit that DefaultQOS: the desired file is refused (no planner can reach it),
+    /// not left to the planner (which found "no safe order" and called it a slurmplan bug).
+    #[test]
+    fn a_new_user_row_under_an_account_already_broken_is_reported() {
+        let assocs = [
+            row("root", "", "", "normal", ""),
+            row("hpc_p", "", "root", "normal", "normal"),
+            row("hpc_c", "", "hpc_p", "hi", ""),
+            row("hpc_c", "u1", "", "", "hi"),
+        ]
+        .join("\n");
+        let names = "root|r\nhpc_p|p\nhpc_c|c\n";
+        let raw = RawReads {
+            clusters: Source::new("clusters.txt", "c1\n"),
+            assocs: Source::new("assocs.txt", assocs),
+            defaults: Source::new("defaults.txt", "c1|u1|hpc_c\n"),
+            accounts_descr: Source::new("accounts-descr.txt", names),
+            accounts_org: Source::new("accounts-org.txt", names),
+            qos: Source::new("qos.txt", "hi||||||\nnormal||||||\n"),
+        };
+        let current = parse_state(&raw).unwrap();
+        let file = |users: &str| {
+            format!(
+                "version: 1\nmanaged:\n  prefixes: [hpc_]\nclusters:\n  c1:\n    accounts:\n      hpc_p:\n        qos: [normal]\n        default_qos: normal\n      hpc_c:\n        parent: hpc_p\n        qos: [hi]\n        users:\n          - {{name: u1, default_qos: hi}}\n{users}"
+            )
+        };
+        let resolve = |users: &str| {
+            let desired = crate::desired::load_str(std::path::Path::new("d.yaml"), &file(users)).unwrap();
+            match super::resolve(&desired, &current) {
+                Ok(_) => Vec::new(),
+                Err(d) => d.into_iter().filter(|d| d.is_error()).map(|d| d.message).collect::<Vec<_>>(),
+            }
+        };
+        // the state as it is: resolves (the broken account is not ours to report)
+        assert!(resolve("").is_empty(), "{:#?}", resolve(""));
+        let errors = resolve("          - {name: u2}\n");
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(errors[0].contains("`u2@hpc_c`") && errors[0].contains("DefaultQOS `normal`"), "{errors:#?}");
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The real slurmdbd test bed (`scripts/slurm-testbed up DIR`, then `. DIR/env`): the gate that
-//! skips a test when `SLURMPLAN_TESTBED` is unset, and every way a test calls the bed's
+//! fails a real-bed test run without `SLURMPLAN_TESTBED` (such tests are `#[ignore]`d, so a
+//! plain `cargo test` lists them as ignored), and every way a test calls the bed's
 //! sacctmgr. Every call here is argv (never a shell), has stdin closed, runs under
 //! `timeout 60` and starts with `-i`; callers name `cluster=` wherever the command takes one.
 //! Must not hide a bed that does not answer: once `SLURMPLAN_TESTBED` is set, a failing
@@ -9,16 +10,17 @@ use std::process::{Command, Output, Stdio};
 
 use super::cli::{Run, run, slurmplan_cmd};
 
-/// Is a test bed set up? If not, say that the test is skipped (the caller returns).
-pub fn testbed() -> bool {
+/// The gate of every real-bed test: such a test is `#[ignore = "needs a real slurmdbd: ..."]`,
+/// so it runs only when asked (`-- --ignored` or `--include-ignored`), and then it must have a
+/// bed: without `SLURMPLAN_TESTBED` it fails with the command that starts one, instead of
+/// passing without having run (docs/testbed.md, "Skips you can see").
+pub fn testbed() {
     match std::env::var("SLURMPLAN_TESTBED") {
-        Ok(v) if !v.is_empty() => true,
-        _ => {
-            eprintln!(
-                "skipped: SLURMPLAN_TESTBED is not set (run `.ci/run`, or `. DIR/env` after `scripts/slurm-testbed up DIR`)"
-            );
-            false
-        }
+        Ok(v) if !v.is_empty() => {}
+        _ => panic!(
+            "this test needs a real slurmdbd and SLURMPLAN_TESTBED is not set: run \
+             `scripts/slurm-testbed up DIR; . DIR/env` first (or `.ci/run`)"
+        ),
     }
 }
 

@@ -10,10 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Assoc, ClusterState, Name};
-use crate::rules;
 use crate::sacctmgr::command::{AssocSet, Command};
 
-use super::{Builder, UserBatches, user_objects, without_qos};
+use super::{Builder, UserBatches, new_row_settings, user_objects};
 use crate::plan::{Phase, PlanError};
 
 /// The most users one `add user` adds to several accounts at once (measured break-even on
@@ -87,7 +86,7 @@ pub(super) fn user_adds(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> 
         if c.users.contains_key(k) {
             continue;
         }
-        let assoc = if rules::check_user_change(c, k, want).is_ok() { want.clone() } else { without_qos(want) };
+        let (assoc, _) = new_row_settings(c, d, k, want);
         let key = (k.account.clone(), k.partition.clone(), serde_json::to_string(&assoc).unwrap_or_default());
         groups.entry(key).or_insert_with(|| (assoc, Vec::new())).1.push(k.user.clone());
     }

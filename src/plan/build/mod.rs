@@ -273,6 +273,33 @@ pub fn build_steps_and_lints(
     Ok((b.steps, b.lints))
 }
 
+/// The settings a new user association `k` gets when it is added now (phase "add users", or
+/// added back in phase "remove users"), given its desired settings `want` in `d`: `want` when
+/// that holds now; else without QoS settings; else, when its account's effective DefaultQOS is
+/// outside the account's list now (a violation Slurm 22.05 leaves when a parent's DefaultQOS is
+/// set later, which the desired state repairs later in phase "qos swap"), with a DefaultQOS of
+/// its own from the account's list now: the one it will have in the end if that is in it, else
+/// the first (tests/data/differential/2205-7143-plan-add). The flag tells that the result is not `want`: phase "qos swap" then gives the row
+/// its final settings. When nothing holds, `want` (the model refuses it with the reason).
+fn new_row_settings(c: &ClusterState, d: &ClusterState, k: &UserKey, want: &Assoc) -> (Assoc, bool) {
+    if crate::rules::check_user_change(c, k, want).is_ok() {
+        return (want.clone(), false);
+    }
+    let bare = without_qos(want);
+    if crate::rules::check_user_change(c, k, &bare).is_ok() {
+        return (bare, true);
+    }
+    let mut own = bare;
+    let last = d.user_effective_default_qos(k, want).cloned();
+    for q in last.into_iter().chain(c.accounts.effective_qos(k.account.as_str())) {
+        own.default_qos = Some(q);
+        if crate::rules::check_user_change(c, k, &own).is_ok() {
+            return (own, true);
+        }
+    }
+    (want.clone(), false)
+}
+
 fn without_qos(a: &Assoc) -> Assoc {
     AssocData { limits: a.limits.clone(), qos: QosList::Inherit, default_qos: None }.into()
 }

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::model::{Assoc, ClusterState, Name, UserKey};
 use crate::sacctmgr::command::{AssocSet, Command};
 
-use super::{Builder, user_addr, user_objects};
+use super::{Builder, new_row_settings, user_addr, user_objects};
 use crate::plan::{Phase, PlanError};
 
 /// Removal batches: (account, `Some(partition)` for one row / `None` for all rows) -> users.
@@ -74,7 +74,8 @@ pub(super) fn user_removals(b: &mut Builder<'_>, cname: &Name, d: &ClusterState)
 /// there: slurmdbd refuses removing a marked row while the user keeps others (24.11). With
 /// another account that stays, the default moves there for the removal and back (which marks
 /// the rows left); without one, all the user's rows under the account go (unmarked ones
-/// first) and the ones that stay are added back with their settings.
+/// first) and the ones that stay are added back, with their final settings when those hold
+/// then (see the loop at the end).
 fn remove_marked_rows(
     b: &mut Builder<'_>,
     cname: &Name,
@@ -141,7 +142,16 @@ fn remove_marked_rows(
     }
     let cmd = Command::DeleteUserAll { cluster: cname.clone(), users: users.clone(), account: account.clone() };
     b.emit(Phase::UserRemove, cmd, marked, note)?;
-    for (k, assoc) in kept {
+    for (k, now) in kept {
+        // Added back as a new row, as phase "add users" adds one (`new_row_settings`): never
+        // with the settings it had, since 22.05 may have left its DefaultQOS outside its
+        // account's list and slurmdbd refuses to add a row like that
+        // (tests/data/differential/2205-7143-plan-readd). Not yet final: phase "qos swap" sees it.
+        let want = d.users.get(&k).unwrap_or(&now);
+        let (assoc, later) = new_row_settings(b.cluster(cname), d, &k, want);
+        if later {
+            b.touched.entry(cname.clone()).or_default().users.insert(k.clone());
+        }
         let command = Command::AddUser {
             cluster: cname.clone(),
             users: users.clone(),
