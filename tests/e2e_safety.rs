@@ -405,10 +405,9 @@ fn sacctmgr_keywords_are_refused_as_names() {
 /// a QoS or account name. `add qos where` creates nothing and says "Need name of qos to add"
 /// (22.05.8 and 24.11.5; on 24.11 `add user where` too, while 22.05 adds a user `where`).
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_safety -- --ignored"]
 fn sacctmgr_reads_where_and_set_as_words_on_the_bed() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let cluster = new_cluster("kw");
     for w in ["where", "set", "WHERE", "Set"] {
         let o = common::testbed::sacctmgr(&["-i", "add", "qos", w]);
@@ -428,12 +427,11 @@ fn sacctmgr_reads_where_and_set_as_words_on_the_bed() {
 /// done: real `load` adds the row and MOVES the existing user's DefaultAccount to the line's
 /// account (shown at the end on the bed; seen on 22.05.8 and 24.11.5).
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_safety -- --ignored"]
 fn a_load_naming_an_existing_user_is_refused_on_the_bed() {
     use slurmplan::sacctmgr::command::Command as SCommand;
     use slurmplan::sacctmgr::load::{LoadRow, LoadUser};
-    if !testbed() {
-        return;
-    }
+    testbed();
     let cluster = new_cluster("lx");
     let tag = format!("lx{}", std::process::id() % 10000);
     let cl = format!("cluster={cluster}");
@@ -495,10 +493,9 @@ fn a_load_naming_an_existing_user_is_refused_on_the_bed() {
 /// round-trips through `apply`; one byte more is cut to 65,535 by slurmdbd with exit 0 (its
 /// session has no strict SQL mode), which is why `validate` refuses it rather than let it run.
 #[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_safety -- --ignored"]
 fn a_description_at_the_limit_round_trips_and_one_past_it_is_cut_on_the_bed() {
-    if !testbed() {
-        return;
-    }
+    testbed();
     let cluster = new_cluster("tx");
     let tag = format!("tx{}", std::process::id() % 10000);
     let dir = tempfile::tempdir().unwrap();
