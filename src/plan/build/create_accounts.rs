@@ -61,6 +61,16 @@ pub(super) fn account_creates(
                 None => true,
             };
             let mut assoc = if ok { want.clone() } else { without_qos(want) };
+            // Under a parent whose DefaultQOS is outside its list (a state 22.05 leaves), an account
+            // created bare would carry that violation: it gets a DefaultQOS of its own from the
+            // parent's list (its final one if there, else the first) until the QoS phase gives it
+            // its final settings (tests/data/differential/2205-20648-plan).
+            if !ok && pdef.is_some_and(|q| !peff.contains(q)) {
+                let last = d.accounts.effective_default_qos(n.as_str()).filter(|q| peff.contains(*q));
+                if let Some(q) = last.or_else(|| peff.iter().next()) {
+                    assoc.default_qos = Some(q.clone());
+                }
+            }
             // What gates jobs (QoS, GrpSubmitJobs, GrpJobs, Fairshare) is set at creation; TRES and
             // wall limits, usually different per allocation, follow right after the creations,
             // batched by identical values, so creations batch per parent (docs/planning.md).
