@@ -98,9 +98,14 @@ pub const SHOWN_CHARS: usize = 80;
 /// An input value as it may appear in a message: control characters (terminal escapes,
 /// newlines) escaped, and cut after [`SHOWN_CHARS`] characters with the number of bytes left out.
 pub fn cut(value: &str) -> String {
+    cut_after(value, SHOWN_CHARS)
+}
+
+/// [`cut`] after `chars` characters.
+pub fn cut_after(value: &str, chars: usize) -> String {
     let mut out = String::new();
     for (n, (i, c)) in value.char_indices().enumerate() {
-        if n == SHOWN_CHARS {
+        if n == chars {
             out.push_str(&format!("... ({} more bytes)", value.len() - i));
             break;
         }

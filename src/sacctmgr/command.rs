@@ -661,56 +661,17 @@ impl Command {
         }
     }
 
-    /// The same command in two halves of its name list (the users of a user command, the
-    /// accounts or QoS of the others), in order: together they do what the whole does, as
-    /// long as the halves' settings do not depend on each other, which holds for every batch
-    /// the planner makes (one setting applied to many names). `None` when there is one name
-    /// (or the command names one object, as a re-parent or a load step does). Used when a
-    /// batch's name list does not fit in one argv word.
+    /// The same command in two halves of its objects ([`Command::objects`]), in order: together
+    /// they do what the whole does, as long as the halves' settings do not depend on each other,
+    /// which holds for every batch the planner makes (one setting applied to many names).
+    /// `None` when there is one object (or none: a re-parent, a load step). Used when a batch's
+    /// name list does not fit in one argv word.
     pub fn halves(&self) -> Option<(Command, Command)> {
-        fn cut(v: &[Name]) -> Option<(Vec<Name>, Vec<Name>)> {
-            (v.len() >= 2).then(|| (v[..v.len() / 2].to_vec(), v[v.len() / 2..].to_vec()))
-        }
-        let mut a = self.clone();
-        let mut b = self.clone();
-        let (list_a, list_b): (&mut Vec<Name>, &mut Vec<Name>) = match (&mut a, &mut b) {
-            (Command::AddQos { names: x, .. }, Command::AddQos { names: y, .. })
-            | (Command::ModifyQos { names: x, .. }, Command::ModifyQos { names: y, .. })
-            | (Command::DeleteQos { names: x }, Command::DeleteQos { names: y })
-            | (Command::AddAccount { names: x, .. }, Command::AddAccount { names: y, .. })
-            | (Command::ModifyAccount { names: x, .. }, Command::ModifyAccount { names: y, .. })
-            | (Command::ModifyAccountRecord { names: x, .. }, Command::ModifyAccountRecord { names: y, .. })
-            | (Command::DeleteAccount { names: x, .. }, Command::DeleteAccount { names: y, .. })
-            | (Command::AddUser { users: x, .. }, Command::AddUser { users: y, .. })
-            | (Command::ModifyUser { users: x, .. }, Command::ModifyUser { users: y, .. })
-            | (Command::SetDefaultAccount { users: x, .. }, Command::SetDefaultAccount { users: y, .. })
-            | (Command::DeleteUser { users: x, .. }, Command::DeleteUser { users: y, .. })
-            | (Command::DeleteUserAll { users: x, .. }, Command::DeleteUserAll { users: y, .. }) => (x, y),
-            _ => return None,
-        };
-        let (first, second) = cut(list_a)?;
-        *list_a = first;
-        *list_b = second;
-        Some((a, b))
-    }
-
-    /// The names [`Command::halves`] splits (empty for a command it does not split).
-    pub fn listed_names(&self) -> &[Name] {
-        match self {
-            Command::AddQos { names, .. }
-            | Command::ModifyQos { names, .. }
-            | Command::DeleteQos { names }
-            | Command::AddAccount { names, .. }
-            | Command::ModifyAccount { names, .. }
-            | Command::ModifyAccountRecord { names, .. }
-            | Command::DeleteAccount { names, .. } => names,
-            Command::AddUser { users, .. }
-            | Command::ModifyUser { users, .. }
-            | Command::SetDefaultAccount { users, .. }
-            | Command::DeleteUser { users, .. }
-            | Command::DeleteUserAll { users, .. } => users,
-            Command::Reparent { .. } | Command::Load { .. } => &[],
-        }
+        let objects = self.objects();
+        (objects.len() >= 2).then(|| {
+            let (first, second) = objects.split_at(objects.len() / 2);
+            (self.with_objects(first.to_vec()), self.with_objects(second.to_vec()))
+        })
     }
 
     /// The cluster an association command acts on (None for QoS commands).

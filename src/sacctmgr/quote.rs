@@ -39,22 +39,7 @@ pub const SHOWN_WORD_CHARS: usize = 200;
 /// [`SHOWN_WORD_CHARS`] characters with the number of bytes left out, so that a long value (a
 /// description of 64 KiB, a list of thousands of names) never fills the terminal.
 pub fn shown_argv(argv: &[String]) -> String {
-    let word = |w: &String| {
-        let mut out = String::new();
-        for (n, (i, c)) in w.char_indices().enumerate() {
-            if n == SHOWN_WORD_CHARS {
-                out.push_str(&format!("... ({} more bytes)", w.len() - i));
-                break;
-            }
-            if c.is_control() {
-                out.extend(c.escape_default());
-            } else {
-                out.push(c);
-            }
-        }
-        out
-    };
-    argv.iter().map(word).collect::<Vec<_>>().join(" ")
+    argv.iter().map(|w| crate::diag::cut_after(w, SHOWN_WORD_CHARS)).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

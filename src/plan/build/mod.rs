@@ -127,7 +127,7 @@ impl Builder<'_> {
             // A batch too long for one argv word (a name list of thousands of long names) runs
             // as two commands, each checked on its own; a single name that long cannot be split.
             if let Some((first, second)) = command.halves() {
-                let (objects_first, objects_second) = split_objects(objects, first.listed_names());
+                let (objects_first, objects_second) = split_objects(objects, first.objects());
                 self.emit(phase, first, objects_first, note)?;
                 return self.emit(phase, second, objects_second, note);
             }
