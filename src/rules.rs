@@ -806,6 +806,8 @@ fn inherited_violation(c: &ClusterState, account: &Name) -> Option<Name> {
 fn user_violations(c: &ClusterState, account: &Name, users: &[Name]) -> Found {
     let eff = c.accounts.effective_qos(account.as_str());
     let def = c.accounts.effective_default_qos(account.as_str());
+    // a set: `add user` asks this twice per batch, and a batch may list thousands of users
+    let users: std::collections::HashSet<&Name> = users.iter().collect();
     c.users_of_account(account)
         .filter(|(k, _)| users.contains(&k.user))
         .filter_map(|(k, a)| user_violation(&eff, def, k, a))

@@ -1,6 +1,6 @@
 //! The real-bed tests cannot pass without having run (docs/testbed.md, "Skips you can see"):
 //! every test that calls the gate (`common::testbed::testbed()`, or the differential test's
-//! `bed()`) is `#[ignore]`d with the reason that names the command running it, no other test
+//! `bed()`) is ignored (an `ignore` attribute) with the reason that names the command running it, no other test
 //! is ignored, and the gate fails a test asked to run without `SLURMPLAN_TESTBED`.
 //! Reads the test sources as text; runs no sacctmgr. Must not exempt a file or a test.
 

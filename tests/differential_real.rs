@@ -1,5 +1,5 @@
 //! Differential test of the rules model against REAL slurmdbd (Slurm 22.05 or 24.11, started by
-//! `scripts/slurm-testbed up DIR`; `.ci/run` does it). `#[ignore]`d: run it with
+//! `scripts/slurm-testbed up DIR`; `.ci/run` does it). Ignored without a bed (the reason names the command): run it with
 //! `-- --ignored` after `. DIR/env`; without `SLURMPLAN_TESTBED` it then fails, and the bed must
 //! answer.
 //!

@@ -1,5 +1,5 @@
 //! End-to-end tests against a REAL slurmdbd (Slurm 22.05 or 24.11) started by
-//! `scripts/slurm-testbed up DIR` (`.ci/run` does it). Every test is `#[ignore]`d: run them with
+//! `scripts/slurm-testbed up DIR` (`.ci/run` does it). Every test is ignored without a bed (the reason names the command): run them with
 //! `-- --ignored` after `. DIR/env`; without `SLURMPLAN_TESTBED` they then fail, and the test
 //! bed MUST answer, or the tests fail.
 //!

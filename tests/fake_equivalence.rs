@@ -1,6 +1,6 @@
 //! The fake sacctmgr (`slurmplan-fake-sacctmgr`) against a REAL 22.05 slurmdbd: the same
 //! commands, on the same names, must give byte-identical stdout, stderr and exit codes.
-//! `#[ignore]`d and gated like `e2e_real.rs` (run with `-- --ignored`; without
+//! ignored (with the command in the reason) and gated like `e2e_real.rs` (run with `-- --ignored`; without
 //! `SLURMPLAN_TESTBED` it then fails; set -> the test bed must answer). The real sacctmgr is `SLURMPLAN_SACCTMGR`. The test uses its own cluster, QoS and
 //! user names, so it does not disturb other tests. Must not compare the fake with itself or
 //! with the rules model: every command runs on both, and only real output is the reference.

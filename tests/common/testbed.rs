@@ -1,5 +1,5 @@
 //! The real slurmdbd test bed (`scripts/slurm-testbed up DIR`, then `. DIR/env`): the gate that
-//! fails a real-bed test run without `SLURMPLAN_TESTBED` (such tests are `#[ignore]`d, so a
+//! fails a real-bed test run without `SLURMPLAN_TESTBED` (such tests are ignored with a reason naming their command, so a
 //! plain `cargo test` lists them as ignored), and every way a test calls the bed's
 //! sacctmgr. Every call here is argv (never a shell), has stdin closed, runs under
 //! `timeout 60` and starts with `-i`; callers name `cluster=` wherever the command takes one.
