@@ -438,6 +438,23 @@ impl RuleModel {
             set.apply_to(c.users.get_mut(&key).expect("checked above"));
         }
         refuse_introduced(&before, user_violations(c, account, users))?;
+        if rows_checked(set) {
+            let list = c.accounts.effective_qos(account.as_str());
+            let check = RowsCheck {
+                list: &list,
+                default: c.accounts.effective_default_qos(account.as_str()),
+                forced: forced_default(set),
+            };
+            for u in users {
+                let key = UserKey { account: account.clone(), user: u.clone(), partition: partition.clone() };
+                if let Some(d) = check.missing(c.users.get(&key).expect("checked above")) {
+                    return err(format!(
+                        "user association {} would not have `{d}` in its QoS list (Slurm 22.05 checks it)",
+                        show_key(&key)
+                    ));
+                }
+            }
+        }
         let qos = set.qos.as_ref().unwrap_or(&QosList::Inherit);
         self.check_qos_exist(qos, set.default_qos.as_ref().and_then(Option::as_ref))?;
         Ok(())
@@ -753,46 +770,103 @@ fn user_violation(
     Some((Violation { account: k.account.clone(), user: Some(k.clone()), default_qos: d.clone() }, e))
 }
 
-/// Slurm 22.05's check on `modify account ... set defaultqos=...` (with or without `qos=`):
-/// nothing is committed (stderr "These associations don't have access to their default qos",
-/// exit 0) unless every user row directly under the account has in its QoS list (its own, else
-/// the account's new one)
+/// Slurm 22.05's check after `modify account|user ... set` with `qos=` and/or `defaultqos=`
+/// (sacctmgr's `sacctmgr_check_default_qos`, client side, after the change and before the
+/// commit): nothing is committed (stderr "These associations don't have access to their
+/// default qos", exit 0) unless every association the command's `where` selects holds in its
+/// effective QoS list (after the change)
 /// - the new DefaultQOS `D` when the command sets one (`defaultqos=D`), even a row with a
 ///   DefaultQOS of its own that never inherits `D`;
-/// - its own DefaultQOS when the command clears the account's (`defaultqos=-1`), even when the
-///   row was outside its list before.
+/// - else (`defaultqos=-1`, or a change of the list alone) its own effective DefaultQOS, own or
+///   inherited, if it has one.
 ///
-/// A change of the list alone is not checked, and rows of sub-accounts are not looked at.
-/// 24.11 accepts these commands; the model refuses them, so plans hold on both. A refusal by
-/// slurmdbd, not a rule over the state. (Seen: tests/data/differential/2205-2-refused,
+/// The rows a `modify account where name=A` selects are A's own row and the user rows directly
+/// under A (rows of sub-accounts are not looked at); a `modify user` selects its user rows. It
+/// is not "no violation introduced": a row that already had its DefaultQOS outside its list
+/// blocks a change of the list that leaves it outside (tests/data/differential/2205-20927-refused).
+/// 24.11 dropped the check; the model refuses these commands, so plans hold on both. A refusal
+/// by sacctmgr, not a rule over the state. (Seen: tests/data/differential/2205-2-refused,
 /// 2205-206-refused, 2205-219-refused, 2205-234-refused.)
-pub fn check_user_rows_for_account_qos(c: &ClusterState, account: &Name, set: &AssocSet) -> Result<(), RuleError> {
-    match &set.default_qos {
-        Some(d) => check_user_rows_against(c, account, &c.accounts.effective_qos(account.as_str()), d.as_ref()),
-        None => Ok(()),
+pub struct RowsCheck<'a> {
+    /// The account's effective QoS list after the command.
+    pub list: &'a BTreeSet<Name>,
+    /// The account's effective DefaultQOS after the command (what rows without one inherit).
+    pub default: Option<&'a Name>,
+    /// `D` of `defaultqos=D`, if the command sets one.
+    pub forced: Option<&'a Name>,
+}
+
+impl RowsCheck<'_> {
+    /// The QoS a row with association `a` must find in its effective list, if it lacks it.
+    pub fn missing<'r>(&'r self, a: &'r Assoc) -> Option<&'r Name> {
+        let d = self.forced.or(a.default_qos.as_ref()).or(self.default)?;
+        (!a.qos.effective(self.list).contains(d)).then_some(d)
     }
 }
 
-/// [`check_user_rows_for_account_qos`] for the account's list `qos` after a command that sets
-/// its DefaultQOS to `new_default` (`None`: clears it).
-pub fn check_user_rows_against(
-    c: &ClusterState,
-    account: &Name,
-    qos: &BTreeSet<Name>,
-    new_default: Option<&Name>,
-) -> Result<(), RuleError> {
+/// Whether Slurm 22.05 runs [`RowsCheck`] after a command with `set`.
+pub fn rows_checked(set: &AssocSet) -> bool {
+    set.qos.is_some() || set.default_qos.is_some()
+}
+
+/// `D` of a `set` with `defaultqos=D`.
+pub fn forced_default(set: &AssocSet) -> Option<&Name> {
+    set.default_qos.as_ref().and_then(Option::as_ref)
+}
+
+/// [`RowsCheck`] for `modify account where name=account ... set <set>` on the state as it is
+/// after the command.
+pub fn check_user_rows_for_account_qos(c: &ClusterState, account: &Name, set: &AssocSet) -> Result<(), RuleError> {
+    if !rows_checked(set) {
+        return Ok(());
+    }
+    let list = c.accounts.effective_qos(account.as_str());
+    let check = RowsCheck {
+        list: &list,
+        default: c.accounts.effective_default_qos(account.as_str()),
+        forced: forced_default(set),
+    };
+    check_account_rows(c, account, &check)
+}
+
+/// [`RowsCheck`] on account `account`'s own row and the user rows directly under it.
+pub fn check_account_rows(c: &ClusterState, account: &Name, check: &RowsCheck<'_>) -> Result<(), RuleError> {
+    if let Some(d) = check.forced.or(check.default)
+        && !check.list.contains(d)
+    {
+        return err(format!(
+            "account `{account}` would have DefaultQOS `{d}` outside its QoS list [{}] (Slurm 22.05 checks it)",
+            list(check.list)
+        ));
+    }
     for (k, a) in c.users_of_account(account) {
-        let Some(d) = new_default.or(a.default_qos.as_ref()) else { continue };
-        let eff = a.qos.effective(qos);
-        if !eff.contains(d) {
+        if let Some(d) = check.missing(a) {
             return err(format!(
-                "setting the DefaultQOS of account `{account}` needs `{d}` in the QoS list [{}] of user association {} (Slurm 22.05 checks it)",
-                list(&eff),
+                "changing the QoS settings of account `{account}` needs `{d}` in the QoS list [{}] of user association {} (Slurm 22.05 checks it)",
+                list(&a.qos.effective(check.list)),
                 show_key(k)
             ));
         }
     }
     Ok(())
+}
+
+/// [`RowsCheck`] for `modify account where name=account ... set <set>` before it runs, with
+/// `next` the account's association after it (under its current parent).
+pub fn check_account_rows_before(
+    c: &ClusterState,
+    account: &Name,
+    next: &Assoc,
+    set: &AssocSet,
+) -> Result<(), RuleError> {
+    if !rows_checked(set) {
+        return Ok(());
+    }
+    let (peff, pdef) = parent_context(c, account);
+    let list = next.qos.effective(&peff);
+    let check =
+        RowsCheck { list: &list, default: next.default_qos.as_ref().or(pdef.as_ref()), forced: forced_default(set) };
+    check_account_rows(c, account, &check)
 }
 
 /// The DefaultQOS of `account` when it is outside the account's QoS list (effective values: its
@@ -879,10 +953,19 @@ pub fn check_default_accounts(cname: &Name, defaults: &BTreeMap<Name, Name>, ind
     out
 }
 
-/// Would giving account `name` the association `new` introduce a violation in its subtree?
+/// Would giving account `name` the association `new` introduce a violation in its subtree, or
+/// (a change of its QoS settings) fail [`RowsCheck`] on its own row and its user rows?
 /// Computes effective values without mutating anything.
 pub fn check_account_change(c: &ClusterState, name: &Name, new: &Assoc) -> Result<(), RuleError> {
     let (peff, pdef) = parent_context(c, name);
+    if let Some(have) = c.accounts.get(name.as_str())
+        && (have.assoc.qos != new.qos || have.assoc.default_qos != new.default_qos)
+    {
+        let list = new.qos.effective(&peff);
+        let forced = if have.assoc.default_qos != new.default_qos { new.default_qos.as_ref() } else { None };
+        let check = RowsCheck { list: &list, default: new.default_qos.as_ref().or(pdef.as_ref()), forced };
+        check_account_rows(c, name, &check)?;
+    }
     introduced_by(c, name, Some(new), &peff, pdef.as_ref())
 }
 
@@ -918,12 +1001,26 @@ fn introduced_by(
     refuse_introduced(&before, after)
 }
 
-/// Would giving user association `key` the settings `new` introduce a violation?
+/// Would giving user association `key` the settings `new` introduce a violation, or (an
+/// existing row whose QoS settings change) leave its DefaultQOS outside its list
+/// ([`RowsCheck`])?
 pub fn check_user_change(c: &ClusterState, key: &UserKey, new: &Assoc) -> Result<(), RuleError> {
     let eff = c.accounts.effective_qos(key.account.as_str());
     let def = c.accounts.effective_default_qos(key.account.as_str());
+    let have = c.users.get(key);
+    if let Some(have) = have
+        && (have.qos != new.qos || have.default_qos != new.default_qos)
+    {
+        let check = RowsCheck { list: &eff, default: def, forced: None };
+        if let Some(d) = check.missing(new) {
+            return err(format!(
+                "user association {} would not have `{d}` in its QoS list (Slurm 22.05 checks it)",
+                show_key(key)
+            ));
+        }
+    }
     let before: BTreeSet<Violation> =
-        c.users.get(key).and_then(|a| user_violation(&eff, def, key, a)).map(|(v, _)| v).into_iter().collect();
+        have.and_then(|a| user_violation(&eff, def, key, a)).map(|(v, _)| v).into_iter().collect();
     refuse_introduced(&before, user_violation(&eff, def, key, new).into_iter().collect())
 }
 
@@ -1199,18 +1296,22 @@ mod tests {
             partition: None,
             set: AssocSet { default_qos: Some(Some(n(q))), ..Default::default() },
         };
-        // a limit on a, or another list that still lacks `normal`: the violation is not theirs
+        // a limit on a: the violation is not its doing
         let mut s = violated();
         let pause = [(Scalar::GrpSubmitJobs, Some(0))].into();
         s.apply(&modify(AssocSet { scalars: pause, ..Default::default() })).unwrap();
-        s.apply(&modify(AssocSet { qos: Some(QosList::Set([n("gold")].into())), ..Default::default() })).unwrap();
+        // another list that still lacks `normal`: Slurm 22.05 checks a's rows after any change of
+        // its QoS settings, violations it found included (tests/data/differential/2205-20927-refused)
+        let e =
+            violated().apply(&modify(AssocSet { qos: Some(QosList::Set([n("gold")].into())), ..Default::default() }));
+        assert!(e.unwrap_err().0.contains("needs `normal` in the QoS list [gold] of user association `u@a`"));
         // the planner's predicates agree: keeping it is not introducing it, leaving it repairs it
         let c = &s.state.clusters[&n("c1")];
         let with = |q: &str| -> Assoc { AssocData { default_qos: Some(n(q)), ..Default::default() }.into() };
         assert!(check_user_change(c, &key, &with("normal")).is_ok());
-        assert!(check_user_change(c, &key, &with("gold")).is_ok());
-        assert!(check_user_change(c, &key, &with("paused")).is_err());
-        s.apply(&user_default("gold")).unwrap();
+        assert!(check_user_change(c, &key, &with("paused")).is_ok());
+        assert!(check_user_change(c, &key, &with("gold")).is_err());
+        s.apply(&user_default("paused")).unwrap();
         // a DefaultQOS on a outside its list: introduced, refused
         let e = violated().apply(&modify(AssocSet { default_qos: Some(Some(n("normal"))), ..Default::default() }));
         assert!(e.unwrap_err().0.contains("account `a` would have DefaultQOS `normal`"));
@@ -1221,8 +1322,9 @@ mod tests {
 
     /// Seen on 22.05.8 (tests/data/differential/2205-2-refused, 2205-219-refused): `set
     /// defaultqos=q0` on an account is refused while a user row directly under it has its own
-    /// list without `q0`, even with a DefaultQOS of its own inside that list; the list change
-    /// alone is accepted, and so is the default once the user's list holds `q0`.
+    /// list without `q0`, even with a DefaultQOS of its own inside that list; a change of the
+    /// list alone is checked against each row's own DefaultQOS (2205-20927-refused), and the
+    /// default is accepted once the user's list holds `q0`.
     #[test]
     fn account_default_must_be_in_the_lists_of_its_user_rows() {
         let mut s = sim();
@@ -1241,15 +1343,16 @@ mod tests {
         let ok = RuleModel::new(s.state.clone());
         let e = s.apply(&modify_account(set(&["normal", "q0"], Some("q0")))).unwrap_err();
         assert!(e.0.contains("needs `q0` in the QoS list [normal] of user association `u@a`"), "{e}");
-        // a row already outside its list: a list change alone passes, clearing the account's
-        // DefaultQOS does not (tests/data/differential/2205-234-refused)
+        // a row already outside its list: neither a list change that leaves it outside
+        // (2205-20927-refused) nor clearing the account's DefaultQOS passes (2205-234-refused)
         let mut broken = RuleModel::new(ok.state.clone());
         let c = broken.state.clusters.get_mut(&n("c1")).unwrap();
         let row = c.users.get_mut(&UserKey { account: n("a"), user: n("u"), partition: None }).unwrap();
         row.qos = QosList::Inherit;
         row.default_qos = Some(n("q0"));
         let mut list_only = RuleModel::new(broken.state.clone());
-        list_only.apply(&modify_account(set(&["normal"], None))).unwrap();
+        let e = list_only.apply(&modify_account(set(&["normal"], None))).unwrap_err();
+        assert!(e.0.contains("needs `q0` in the QoS list [normal] of user association `u@a`"), "{e}");
         let clear = AssocSet { qos: Some(QosList::Inherit), default_qos: Some(None), ..Default::default() };
         let e = broken.apply(&modify_account(clear)).unwrap_err();
         assert!(e.0.contains("needs `q0` in the QoS list []"), "{e}");

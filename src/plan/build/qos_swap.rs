@@ -241,12 +241,9 @@ fn widen_next(
 }
 
 /// Would Slurm 22.05 refuse giving account `n` the QoS settings of `next` (the command `set`)
-/// because of the user rows under it (`rules::check_user_rows_for_account_qos`)?
+/// because of its own row or the user rows under it (`rules::RowsCheck`)?
 fn account_rows_block(c: &ClusterState, n: &Name, next: &Assoc, set: &AssocSet) -> bool {
-    let Some(new_default) = &set.default_qos else { return false };
-    let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
-    let new_list = next.qos.effective(&parent.unwrap_or_default());
-    rules::check_user_rows_against(c, n, &new_list, new_default.as_ref()).is_err()
+    rules::check_account_rows_before(c, n, next, set).is_err()
 }
 
 /// See the call in [`qos_changes`]: the user rows that block a pending account get an explicit
@@ -273,24 +270,24 @@ fn widen_users_for_account(
             if !account_rows_block(c, n, &next, &set) {
                 continue;
             }
-            let parent = c.accounts.parent(n.as_str()).map(|p| c.accounts.effective_qos(p.as_str()));
-            let new_list = next.qos.effective(&parent.unwrap_or_default());
-            let Some(new_default) = &set.default_qos else { continue };
+            let parent = c.accounts.parent(n.as_str());
+            let new_list =
+                next.qos.effective(&parent.map(|p| c.accounts.effective_qos(p.as_str())).unwrap_or_default());
+            let inherited = parent.and_then(|p| c.accounts.effective_default_qos(p.as_str()));
+            let check = rules::RowsCheck {
+                list: &new_list,
+                default: next.default_qos.as_ref().or(inherited),
+                forced: rules::forced_default(&set),
+            };
             for (k, a) in c.users_of_account(n) {
                 let target = AssocRef::User(k.clone());
-                let row_eff = a.qos.effective(&new_list);
-                let needs: Vec<&Name> = new_default
-                    .as_ref()
-                    .or(a.default_qos.as_ref())
-                    .into_iter()
-                    .filter(|q| !row_eff.contains(*q))
-                    .collect();
-                if needs.is_empty() || widened.contains(&target) {
+                let Some(need) = check.missing(a) else { continue };
+                if widened.contains(&target) {
                     continue;
                 }
                 let mut list = c.user_effective_qos(k, a);
-                list.extend(row_eff);
-                list.extend(needs.into_iter().cloned());
+                list.extend(a.qos.effective(&new_list));
+                list.insert(need.clone());
                 list.extend(c.user_effective_default_qos(k, a).cloned());
                 wide.push((k.clone(), list));
             }
