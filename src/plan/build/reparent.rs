@@ -71,13 +71,20 @@ fn make_move_safe(
             Some("final QoS first, so the move keeps every DefaultQOS valid"),
         );
     }
+    let own_default = have.default_qos.clone().or_else(|| c.accounts.effective_default_qos(name.as_str()).cloned());
     let mut pinned = c.accounts.effective_qos(name.as_str());
     pinned.extend(c.accounts.effective_qos(parent.as_str()));
+    // With no default of its own, the account inherits the new parent's, which may be outside
+    // the parent's own list (a violation Slurm 22.05 leaves; tests/data/differential/2205-21165-plan).
+    if own_default.is_none()
+        && let Some(newdef) = c.accounts.effective_default_qos(parent.as_str())
+    {
+        pinned.insert(newdef.clone());
+    }
     let mut set = AssocSet::default();
     if have.qos != QosList::Set(pinned.clone()) {
         set.qos = Some(QosList::Set(pinned));
     }
-    let own_default = have.default_qos.clone().or_else(|| c.accounts.effective_default_qos(name.as_str()).cloned());
     if have.default_qos.is_none() && own_default.is_some() {
         set.default_qos = Some(own_default.clone());
     }
@@ -126,7 +133,7 @@ fn make_move_safe(
 /// Commands adding `newdef` to every explicit QoS list in the subtree of `top` (accounts and
 /// users) that would inherit `newdef` as its DefaultQOS and does not contain it.
 fn collect_widenings(c: &ClusterState, cname: &Name, top: &Name, newdef: &Name, out: &mut Vec<Command>) {
-    // `top` itself is the moved account: its list is pinned (old ∪ new) and holds `newdef`.
+    // `top` itself is the moved account: its list is pinned (old ∪ new ∪ `newdef`).
     widen_users(c, cname, top, newdef, out);
     for child in c.accounts.children(top.as_str()) {
         widen_subtree(c, cname, child, newdef, out);
