@@ -44,8 +44,9 @@ use slurmplan::rules::RuleModel;
 use slurmplan::sacctmgr::command::Command;
 use slurmplan::sacctmgr::live;
 use slurmplan::sacctmgr::parse::RawReads;
-use slurmplan::sacctmgr::runner::{Output, ProcessRunner, Runner};
+use slurmplan::sacctmgr::runner::ProcessRunner;
 use slurmplan::sacctmgr::snapshot::{self, Manifest};
+use slurmplan::sacctmgr::transport::{Output, Transport};
 
 struct Bed {
     runner: ProcessRunner,
@@ -60,7 +61,7 @@ impl Bed {
     fn run(&self, args: &[String]) -> Output {
         let mut v = vec!["-i".to_string()];
         v.extend_from_slice(args);
-        self.runner.run(&v).expect("run sacctmgr")
+        self.runner.run(&v, None).expect("run sacctmgr")
     }
 
     fn read(&self) -> Result<(RawReads, State), String> {
@@ -121,10 +122,15 @@ fn output_text(o: &Output) -> String {
     format!("exit {:?}\n{}{}", o.code, o.stdout, o.stderr)
 }
 
-/// Rows of a `-n -P` read.
+/// Rows of a `-n -P` read (an ad hoc one, so through the process runner's own argv, not the
+/// transport's fixed reads); a failure is exit not 0, a timeout, or `error` on stderr.
 fn rows(bed: &Bed, args: &[&str]) -> Result<Vec<Vec<String>>, String> {
     let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let out = live::run_read(&bed.runner, &argv).map_err(|e| e.to_string())?;
+    let o = bed.runner.capture(&argv, None).map_err(|e| e.to_string())?;
+    if o.timed_out || o.code != Some(0) || o.stderr.to_ascii_lowercase().contains("error") {
+        return Err(format!("`{}` failed: {}", bed.runner.argv(&argv).join(" "), output_text(&o)));
+    }
+    let out = o.stdout;
     Ok(out.lines().filter(|l| !l.is_empty()).map(|l| l.split('|').map(str::to_string).collect()).collect())
 }
 
@@ -283,7 +289,7 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
             eprintln!("differential:   load step: {} accounts, {} users", accounts.len(), users.len());
         }
         let o = match step.command.stdin() {
-            Some(input) => bed.runner.run_stdin(&step.argv[1..], input.as_bytes()).expect("run sacctmgr"),
+            Some(input) => bed.runner.run(&step.argv[1..], Some(input.as_bytes())).expect("run sacctmgr"),
             None => bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>()),
         };
         let outcome = classify(&step.command, &o);

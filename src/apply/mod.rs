@@ -17,7 +17,7 @@ use crate::model::{Name, State};
 use crate::plan::{Plan, Step};
 use crate::rules::RuleModel;
 use crate::sacctmgr::command::Command;
-use crate::sacctmgr::runner::{Output, Runner};
+use crate::sacctmgr::transport::{Output, Transport};
 use journal::{Entry, Journal, Started};
 use outcome::{Outcome, classify, tail};
 
@@ -69,7 +69,7 @@ pub enum ExecError {
 /// of its cluster, and the global lock for what all clusters share); otherwise nothing runs.
 pub fn execute(
     plan: &Plan,
-    runner: &dyn Runner,
+    transport: &dyn Transport,
     journal: &mut Journal,
     observer: &mut dyn Observer,
     locks: &lock::Locks,
@@ -92,7 +92,7 @@ pub fn execute(
         let start = SystemTime::now();
         let t0 = Instant::now();
         let args: Vec<String> = step.argv[1..].to_vec();
-        let full = runner.describe(&args);
+        let full = transport.describe(&args);
         let stdin = step.command.stdin();
         journal.started(&Started {
             event: "started",
@@ -102,10 +102,7 @@ pub fn execute(
             stdin: stdin.as_deref(),
             start: rfc3339(start),
         })?;
-        let ran = match &stdin {
-            Some(input) => runner.run_stdin(&args, input.as_bytes()),
-            None => runner.run(&args),
-        };
+        let ran = transport.run(&args, stdin.as_deref().map(str::as_bytes));
         let (output, outcome) = match ran {
             Ok(o) => {
                 let oc = classify(&step.command, &o);
@@ -225,23 +222,24 @@ mod tests {
         assert_eq!(rfc3339(before_1970), "1970-01-01T00:00:00Z");
     }
 
-    /// A runner that cannot start sacctmgr, as exec fails with E2BIG on a word past 128 KiB.
+    use crate::sacctmgr::reads::Read;
+    use crate::sacctmgr::transport::RunError;
+    use std::time::Duration;
+
+    /// A transport that cannot start sacctmgr, as exec fails with E2BIG on a word past 128 KiB.
     struct TooLong;
-    impl Runner for TooLong {
-        fn run(&self, _: &[String]) -> Result<Output, crate::sacctmgr::runner::RunError> {
-            Err(crate::sacctmgr::runner::RunError::Spawn {
-                program: "sacctmgr".into(),
-                reason: "Argument list too long (os error 7)".into(),
-            })
+    impl Transport for TooLong {
+        fn read(&self, _: &Read, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+            self.run(&[], None)
         }
-        fn run_stdin(&self, a: &[String], _: &[u8]) -> Result<Output, crate::sacctmgr::runner::RunError> {
-            self.run(a)
-        }
-        fn stream(&self, a: &[String], _: &mut dyn FnMut(&[u8])) -> Result<Output, crate::sacctmgr::runner::RunError> {
-            self.run(a)
+        fn run(&self, _: &[String], _: Option<&[u8]>) -> Result<Output, RunError> {
+            Err(RunError::Spawn { program: "sacctmgr".into(), reason: "Argument list too long (os error 7)".into() })
         }
         fn describe(&self, a: &[String]) -> Vec<String> {
             std::iter::once("sacctmgr".to_string()).chain(a.iter().cloned()).collect()
+        }
+        fn timeout(&self) -> Duration {
+            Duration::from_secs(1)
         }
     }
 
@@ -315,29 +313,25 @@ mod tests {
 
     /// Counts the commands it is asked to run; every one succeeds.
     struct Counting(std::sync::atomic::AtomicUsize);
-    impl Runner for Counting {
-        fn run(&self, _args: &[String]) -> Result<Output, crate::sacctmgr::runner::RunError> {
+    impl Transport for Counting {
+        fn read(&self, _: &Read, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+            self.run(&[], None)
+        }
+        fn run(&self, _args: &[String], _stdin: Option<&[u8]>) -> Result<Output, RunError> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Ok(Output {
                 code: Some(0),
                 stdout: String::new(),
                 stderr: String::new(),
                 timed_out: false,
-                duration: std::time::Duration::ZERO,
+                duration: Duration::ZERO,
             })
-        }
-        fn run_stdin(&self, args: &[String], _stdin: &[u8]) -> Result<Output, crate::sacctmgr::runner::RunError> {
-            self.run(args)
-        }
-        fn stream(
-            &self,
-            args: &[String],
-            _sink: &mut dyn FnMut(&[u8]),
-        ) -> Result<Output, crate::sacctmgr::runner::RunError> {
-            self.run(args)
         }
         fn describe(&self, args: &[String]) -> Vec<String> {
             args.to_vec()
+        }
+        fn timeout(&self) -> Duration {
+            Duration::from_secs(1)
         }
     }
 

@@ -6,7 +6,7 @@
 //! text, and sacctmgr's own confirmation for the verb. Pure: no I/O.
 
 use crate::sacctmgr::command::Command;
-use crate::sacctmgr::runner::Output;
+use crate::sacctmgr::transport::Output;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

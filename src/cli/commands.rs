@@ -8,7 +8,7 @@ use slurmplan::diag::{self, Diagnostic};
 use slurmplan::model::State;
 use slurmplan::plan::{self, Plan};
 use slurmplan::render::{self, Format, Options};
-use slurmplan::sacctmgr::runner::{ProcessRunner, Transport};
+use slurmplan::sacctmgr::runner::{ProcessRunner, Route};
 use slurmplan::sacctmgr::{live, parse, reads, snapshot};
 use slurmplan::{desired, model, pipeline};
 
@@ -78,8 +78,8 @@ pub fn runner(g: &Global) -> Result<ProcessRunner, Failure> {
             .hint("give a timeout in seconds, e.g. 120")
             .code(super::EXIT_USAGE));
     }
-    let transport = match g.ssh.as_deref() {
-        None => Transport::Local,
+    let route = match g.ssh.as_deref() {
+        None => Route::Local,
         Some(dest)
             if dest.is_empty()
                 || dest.starts_with('-')
@@ -89,9 +89,9 @@ pub fn runner(g: &Global) -> Result<ProcessRunner, Failure> {
                 .hint("give a host name or user@host (ssh options go in ~/.ssh/config)")
                 .code(super::EXIT_USAGE));
         }
-        Some(dest) => Transport::Ssh { dest: dest.to_string() },
+        Some(dest) => Route::Ssh { dest: dest.to_string() },
     };
-    Ok(ProcessRunner::new(program, prefix, Duration::from_secs(g.timeout)).with_transport(transport))
+    Ok(ProcessRunner::new(program, prefix, Duration::from_secs(g.timeout)).with_route(route))
 }
 
 /// `<slurm_bin_path>/sacctmgr` from the site-agent config (the agent's default: /usr/bin).
@@ -199,7 +199,7 @@ fn load_snapshot(dir: &Path) -> Result<State, Failure> {
 /// With `keep` = `Keep::Text` the raw outputs are kept whole (for a snapshot); otherwise the
 /// association read is only parsed as it arrives.
 fn read_live(
-    r: &dyn slurmplan::sacctmgr::runner::Runner,
+    r: &dyn slurmplan::sacctmgr::transport::Transport,
     keep: live::Keep,
     progress: bool,
 ) -> Result<(parse::RawReads, State, Vec<parse::Unsplit>), Failure> {

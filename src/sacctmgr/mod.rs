@@ -10,3 +10,4 @@ pub mod quote;
 pub mod reads;
 pub mod runner;
 pub mod snapshot;
+pub mod transport;

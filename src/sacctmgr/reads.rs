@@ -1,7 +1,8 @@
 //! The fixed list of sacctmgr reads that define a snapshot, and parsing of `sacctmgr -V`.
 //!
-//! Pure data: this module does not spawn sacctmgr, read files or print. A runner prepends the
-//! program name (`sacctmgr`) to [`Read::args`]; reads never take `-i`.
+//! Pure data: this module does not spawn sacctmgr, read files or print. A transport
+//! (`transport::Transport::read`) takes a [`Read`]; sacctmgr's own prepends the program name
+//! (`sacctmgr`) to [`Read::args`]. Reads never take `-i`.
 
 /// One read: the file its raw stdout is stored in, and the arguments that produce it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,8 +82,9 @@ pub fn read_for(file: &str) -> Option<&'static Read> {
     READS.iter().find(|r| r.file == file)
 }
 
-/// Arguments that print the Slurm version (`slurm-wlm 22.05.8`, `slurm 24.11.5`).
-pub const VERSION_ARGS: &[&str] = &["-V"];
+/// The read that prints the Slurm version (`slurm-wlm 22.05.8`, `slurm 24.11.5`). Not part of
+/// a snapshot's files: its version goes into the manifest.
+pub const VERSION: Read = Read { file: "version.txt", args: &["-V"], what: "the Slurm version" };
 
 /// The version from `sacctmgr -V` output: the last word of the first non-empty line, if it
 /// starts with a digit.

@@ -1,59 +1,28 @@
-//! The one process spawn: run sacctmgr with an argv (never a local shell), stdin closed (or
-//! fed with a load's flat file, [`Runner::run_stdin`]: no file is written anywhere), a
-//! timeout, and its output either streamed (reads: [`Runner::stream`], no size limit) or captured
-//! with a size cap (writes: [`Runner::run`], whose output is kept in journals and messages).
+//! The process transport: sacctmgr run with an argv (never a local shell), stdin closed (or
+//! fed with a load's flat file: no file is written anywhere), a timeout, and its output either
+//! streamed (reads, no size limit) or captured with a size cap (plan steps, whose output is
+//! kept in journals and messages). [`ProcessRunner`] implements `transport::Transport`, the
+//! seam the live reader and apply use; its own methods take sacctmgr's argv words.
 //!
-//! The [`Runner`] trait lets apply and the live reader be tested with fakes; [`ProcessRunner`]
-//! is the real thing. How sacctmgr is reached is a [`Transport`]: locally, with an optional
-//! argv-preserving prefix (`kubectl exec -i -n slurm POD --`, `sudo -u slurm`) prepended word by
-//! word; or over ssh, where the remote shell parses the command line, so every word is quoted
-//! for a POSIX shell ([`sh_quote`]). sacctmgr runs in a process group of its own: a timeout
-//! kills the whole group, and whatever the command left behind is killed when it exits. This
-//! module does not interpret sacctmgr's output (see `outcome`) and prints nothing.
+//! How sacctmgr is reached is a [`Route`]: locally, with an optional argv-preserving prefix
+//! (`kubectl exec -i -n slurm POD --`, `sudo -u slurm`) prepended word by word; or over ssh,
+//! where the remote shell parses the command line, so every word is quoted for a POSIX shell
+//! ([`sh_quote`]). sacctmgr runs in a process group of its own: a timeout kills the whole
+//! group, and whatever the command left behind is killed when it exits. This module does not
+//! interpret sacctmgr's output (see `outcome`) and prints nothing.
 
 pub use super::quote::sh_quote;
-use std::io::Read;
+use super::reads::Read;
+use super::transport::{CAP, Capped, Output, RunError, Transport};
+use std::io::Read as _;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command as Proc, Stdio};
 use std::time::{Duration, Instant};
 
-/// What one run produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Output {
-    /// Exit code; `None` when killed by a signal or by our timeout.
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-    pub timed_out: bool,
-    pub duration: Duration,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RunError {
-    #[error("cannot run `{program}`: {reason}")]
-    Spawn { program: String, reason: String },
-}
-
-/// Shared by the concurrent live reads (`Sync`).
-pub trait Runner: Sync {
-    /// Run sacctmgr with `args` (without the program name); stdout and stderr are kept up to a
-    /// cap each (the output is stored in journals and messages).
-    fn run(&self, args: &[String]) -> Result<Output, RunError>;
-    /// [`Runner::run`] with `stdin` written to sacctmgr's standard input (then closed): how a
-    /// `load file=/dev/stdin` gets its file, locally, through a prefix or over ssh alike.
-    fn run_stdin(&self, args: &[String], stdin: &[u8]) -> Result<Output, RunError>;
-    /// Run sacctmgr with `args`, handing stdout to `sink` in pieces as it arrives, whatever its
-    /// size (a read of a million associations prints about a hundred megabytes); `Output::stdout` is then empty and
-    /// stderr is kept up to the cap.
-    fn stream(&self, args: &[String], sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError>;
-    /// The full argv that `run(args)` executes (for journals and messages).
-    fn describe(&self, args: &[String]) -> Vec<String>;
-}
-
 /// How the sacctmgr command reaches the machine that runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transport {
+pub enum Route {
     /// Run here: `prefix... sacctmgr args...`, one argv, no shell.
     Local,
     /// `ssh DEST -- 'cmd'`: OpenSSH joins the words after the host with spaces and the remote
@@ -65,9 +34,9 @@ pub enum Transport {
 #[derive(Debug, Clone)]
 pub struct ProcessRunner {
     pub program: PathBuf,
-    /// Words before the program (on the remote side with [`Transport::Ssh`]).
+    /// Words before the program (on the remote side with [`Route::Ssh`]).
     pub prefix: Vec<String>,
-    pub transport: Transport,
+    pub route: Route,
     pub timeout: Duration,
     /// Bytes kept of each captured stream (the rest is dropped, with a marker); streamed stdout
     /// has no limit.
@@ -76,13 +45,62 @@ pub struct ProcessRunner {
 
 impl ProcessRunner {
     pub fn new(program: PathBuf, prefix: Vec<String>, timeout: Duration) -> ProcessRunner {
-        ProcessRunner { program, prefix, transport: Transport::Local, timeout, cap: 1 << 20 }
+        ProcessRunner { program, prefix, route: Route::Local, timeout, cap: CAP }
     }
 
-    /// The same runner, reaching sacctmgr with `transport`.
-    pub fn with_transport(mut self, transport: Transport) -> ProcessRunner {
-        self.transport = transport;
+    /// The same runner, reaching sacctmgr by `route`.
+    pub fn with_route(mut self, route: Route) -> ProcessRunner {
+        self.route = route;
         self
+    }
+
+    /// The full argv that running sacctmgr with `args` (without the program name) executes.
+    pub fn argv(&self, args: &[String]) -> Vec<String> {
+        let mut v = self.prefix.clone();
+        v.push(self.program.display().to_string());
+        v.extend(args.iter().cloned());
+        match &self.route {
+            Route::Local => v,
+            Route::Ssh { dest } => {
+                let remote = v.iter().map(|w| sh_quote(w)).collect::<Vec<_>>().join(" ");
+                vec!["ssh".into(), "-o".into(), "BatchMode=yes".into(), dest.clone(), "--".into(), remote]
+            }
+        }
+    }
+
+    /// Run sacctmgr with `args`, `stdin` (if any) written to its standard input; stdout and
+    /// stderr kept up to the cap each.
+    pub fn capture(&self, args: &[String], stdin: Option<&[u8]>) -> Result<Output, RunError> {
+        let mut kept = Capped::new(self.cap);
+        let mut out = self.spawn(args, stdin.map(<[u8]>::to_vec), &mut |b| kept.push(b))?;
+        out.stdout = kept.finish();
+        Ok(out)
+    }
+
+    /// Run sacctmgr with `args`, handing stdout to `sink` in pieces as it arrives, whatever its
+    /// size (a read of a million associations prints about a hundred megabytes);
+    /// `Output::stdout` is then empty and stderr is kept up to the cap.
+    pub fn stream(&self, args: &[String], sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        self.spawn(args, None, sink)
+    }
+}
+
+impl Transport for ProcessRunner {
+    fn read(&self, read: &Read, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        let args: Vec<String> = read.args.iter().map(|s| s.to_string()).collect();
+        self.stream(&args, sink)
+    }
+
+    fn run(&self, args: &[String], stdin: Option<&[u8]>) -> Result<Output, RunError> {
+        self.capture(args, stdin)
+    }
+
+    fn describe(&self, args: &[String]) -> Vec<String> {
+        self.argv(args)
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
     }
 }
 
@@ -97,7 +115,7 @@ fn exited(pid: u32) -> bool {
     r != 0 || unsafe { info.si_pid() } != 0
 }
 
-/// Kill every process of the group `pgid` (sacctmgr's own group; see [`ProcessRunner::run`]).
+/// Kill every process of the group `pgid` (sacctmgr's own group; see [`ProcessRunner::capture`]).
 fn kill_group(pgid: u32) {
     if let Ok(pgid) = libc::pid_t::try_from(pgid)
         && pgid > 1
@@ -109,34 +127,7 @@ fn kill_group(pgid: u32) {
     }
 }
 
-/// The first `cap` bytes of a stream, and how many were dropped after them.
-struct Capped {
-    kept: Vec<u8>,
-    cap: usize,
-    dropped: usize,
-}
-
-impl Capped {
-    fn new(cap: usize) -> Capped {
-        Capped { kept: Vec::new(), cap, dropped: 0 }
-    }
-
-    fn push(&mut self, b: &[u8]) {
-        let room = self.cap.saturating_sub(self.kept.len());
-        self.kept.extend_from_slice(&b[..b.len().min(room)]);
-        self.dropped += b.len().saturating_sub(room);
-    }
-
-    fn finish(self) -> String {
-        let mut s = String::from_utf8_lossy(&self.kept).into_owned();
-        if self.dropped > 0 {
-            s.push_str(&format!("\n[slurmplan: {} more bytes dropped]\n", self.dropped));
-        }
-        s
-    }
-}
-
-fn drain(mut r: impl Read + Send + 'static, cap: usize) -> std::thread::JoinHandle<String> {
+fn drain(mut r: impl std::io::Read + Send + 'static, cap: usize) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut kept = Capped::new(cap);
         let mut buf = [0u8; 65536];
@@ -152,44 +143,9 @@ fn drain(mut r: impl Read + Send + 'static, cap: usize) -> std::thread::JoinHand
     })
 }
 
-impl Runner for ProcessRunner {
-    fn describe(&self, args: &[String]) -> Vec<String> {
-        let mut v = self.prefix.clone();
-        v.push(self.program.display().to_string());
-        v.extend(args.iter().cloned());
-        match &self.transport {
-            Transport::Local => v,
-            Transport::Ssh { dest } => {
-                let remote = v.iter().map(|w| sh_quote(w)).collect::<Vec<_>>().join(" ");
-                vec!["ssh".into(), "-o".into(), "BatchMode=yes".into(), dest.clone(), "--".into(), remote]
-            }
-        }
-    }
-
-    fn run(&self, args: &[String]) -> Result<Output, RunError> {
-        self.captured(args, None)
-    }
-
-    fn run_stdin(&self, args: &[String], stdin: &[u8]) -> Result<Output, RunError> {
-        self.captured(args, Some(stdin.to_vec()))
-    }
-
-    fn stream(&self, args: &[String], sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
-        self.spawn(args, None, sink)
-    }
-}
-
 impl ProcessRunner {
-    /// Run with stdout kept up to the cap (writes: the output goes to journals and messages).
-    fn captured(&self, args: &[String], input: Option<Vec<u8>>) -> Result<Output, RunError> {
-        let mut kept = Capped::new(self.cap);
-        let mut out = self.spawn(args, input, &mut |b| kept.push(b))?;
-        out.stdout = kept.finish();
-        Ok(out)
-    }
-
     fn spawn(&self, args: &[String], input: Option<Vec<u8>>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
-        let argv = self.describe(args);
+        let argv = self.argv(args);
         let start = Instant::now();
         let mut child = Proc::new(&argv[0])
             .args(&argv[1..])
@@ -313,8 +269,8 @@ mod tests {
             vec!["sudo".into(), "-u".into(), "slurm".into()],
             Duration::from_secs(1),
         )
-        .with_transport(Transport::Ssh { dest: "head1".into() });
-        let v = r.describe(&["-i".into(), "description=a b;c".into()]);
+        .with_route(Route::Ssh { dest: "head1".into() });
+        let v = r.argv(&["-i".into(), "description=a b;c".into()]);
         assert_eq!(
             v,
             ["ssh", "-o", "BatchMode=yes", "head1", "--", "sudo -u slurm /usr/bin/sacctmgr -i 'description=a b;c'"]
@@ -329,9 +285,12 @@ mod tests {
         let pidfile = dir.path().join("child.pid");
         let w = script(dir.path(), "wrapper", &format!("sleep 60 &\necho $! > {}\nwait", pidfile.display()));
         let r = ProcessRunner::new(w, vec![], Duration::from_millis(500));
+        let t: &dyn Transport = &r;
         let t0 = Instant::now();
-        let o = r.run(&[]).unwrap();
+        let o = t.run(&[], None).unwrap();
         assert!(o.timed_out);
+        assert_eq!(o.code, None);
+        assert!(t0.elapsed() >= t.timeout(), "took {:?}", t0.elapsed());
         assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}", t0.elapsed());
         let pid = std::fs::read_to_string(&pidfile).unwrap();
         let pid = pid.trim();
@@ -351,7 +310,7 @@ mod tests {
         let w = script(dir.path(), "wrapper", &format!("sleep 60 &\necho $! > {}\necho done", pidfile.display()));
         let r = ProcessRunner::new(w, vec![], Duration::from_secs(30));
         let t0 = Instant::now();
-        let o = r.run(&[]).unwrap();
+        let o = r.capture(&[], None).unwrap();
         assert!(!o.timed_out);
         assert_eq!(o.code, Some(0));
         assert_eq!(o.stdout, "done\n");
@@ -362,5 +321,32 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(!alive(pid.trim()));
+    }
+
+    /// Through the seam: a read gets exactly its `Read::args` after the program (and the prefix
+    /// before it), streamed; a step gets its args and its stdin; `describe` is the argv that ran.
+    #[test]
+    fn the_transport_runs_reads_and_steps_with_the_argv_it_describes() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = script(dir.path(), "fake", "printf '%s|' \"$0\" \"$@\"; echo; cat");
+        let wrap = script(dir.path(), "wrap", "printf 'wrap|'; exec \"$@\"");
+        let r = ProcessRunner::new(prog.clone(), vec![wrap.display().to_string()], Duration::from_secs(30));
+        let t: &dyn Transport = &r;
+        let read = &super::super::reads::READS[1];
+        let mut streamed = Vec::new();
+        let o = t.read(read, &mut |b| streamed.extend_from_slice(b)).unwrap();
+        assert_eq!((o.code, o.stdout.as_str(), o.timed_out), (Some(0), "", false));
+        let words: Vec<String> = read.args.iter().map(|s| s.to_string()).collect();
+        let described = t.describe(&words);
+        assert_eq!(described[..2], [wrap.display().to_string(), prog.display().to_string()]);
+        assert_eq!(String::from_utf8(streamed).unwrap(), format!("wrap|{}|\n", described[1..].join("|")));
+
+        let args = vec!["-i".to_string(), "load".into(), "file=/dev/stdin".into()];
+        let o = t.run(&args, Some(b"Cluster - 'c1'\n")).unwrap();
+        assert_eq!(o.code, Some(0));
+        assert_eq!(o.stdout, format!("wrap|{}|\nCluster - 'c1'\n", t.describe(&args)[1..].join("|")));
+        let o = t.run(&args, None).unwrap();
+        assert_eq!(o.stdout, format!("wrap|{}|\n", t.describe(&args)[1..].join("|")), "stdin is closed without input");
+        assert_eq!(t.timeout(), Duration::from_secs(30));
     }
 }
