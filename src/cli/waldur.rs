@@ -129,15 +129,19 @@ fn fetch_failure(e: FetchError) -> Failure {
 
 /// The chosen offering's settings (warnings printed) and, with `api`, how to reach its API.
 fn load(config: &Path, offering: Option<&str>, api: bool) -> Result<(waldur::Settings, Option<Access>), Failure> {
-    let text = read_agent_config(config)?;
-    let loaded = waldur::load_config(config, &text, offering);
-    let (settings, mut warnings) = loaded.map_err(|mut d| {
+    let refused = |mut d: Vec<slurmplan::diag::Diagnostic>| {
         failed(&mut d, |n| format!("`{}` has {n} configuration error(s); nothing was written", config.display()))
-    })?;
+    };
+    // Parsed once: the settings from a copy of the tree without its tokens, the access (with
+    // the token) from the tree itself.
+    let root = waldur::config::parse(config, &read_agent_config(config)?).map_err(refused)?;
+    let (with_token, root) = if api { (Some(root.clone()), root) } else { (None, root) };
+    let (settings, mut warnings) = waldur::config::settings_of(config, root, offering).map_err(refused)?;
     print_diags(&mut warnings);
-    let access =
-        if api { Some(fetch::load_access(config, &text, settings.index).map_err(fetch_failure)?) } else { None };
-    drop(text);
+    let access = match with_token {
+        Some(tree) => Some(fetch::access_of(config, &tree, settings.index).map_err(fetch_failure)?),
+        None => None,
+    };
     if let Some(a) = &access
         && a.verify_ssl_off
     {
