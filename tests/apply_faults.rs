@@ -1197,3 +1197,56 @@ fn a_batch_longer_than_one_argv_word_is_split() {
     let again = site.slurmplan(&["plan", "-d", d, "--detailed-exitcode"], &[]);
     assert_eq!(again.code, 0, "{}", &again.stderr[..again.stderr.len().min(3000)]);
 }
+
+/// `--agent-config` is read once per run (`cli::settings`), though an apply runs sacctmgr for
+/// its reads, its steps and its verification: the config is a FIFO that serves a good config
+/// (`slurm_bin_path` naming a directory with the fake as `sacctmgr`) once, then broken ones.
+#[test]
+fn agent_config_is_read_once_per_run() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let site = Site::new();
+    let (plan, _) = site.plan_file();
+    let bin = site.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(FAKE, bin.join("sacctmgr")).unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/waldur/waldur-site-agent-config.yaml");
+    let good = std::fs::read_to_string(example).unwrap().replace(
+        "      default_account: hpc_default\n",
+        &format!("      default_account: hpc_default\n      slurm_bin_path: {}\n", bin.display()),
+    );
+    assert!(good.contains("slurm_bin_path"));
+    let fifo = site.path("agent.yaml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (served, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let writer = {
+        let (fifo, served, stop) = (fifo.clone(), served.clone(), stop.clone());
+        std::thread::spawn(move || {
+            loop {
+                // Blocks until a reader opens the FIFO.
+                let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let n = served.fetch_add(1, Ordering::SeqCst);
+                let _ = f.write_all(if n == 0 { good.as_bytes() } else { b"offerings: [\n" });
+                drop(f);
+                // The reader sees the end of the file only while no writer has the FIFO open.
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+        })
+    };
+    let mut c = slurmplan_cmd(&["--agent-config", fifo.to_str().unwrap(), "apply", plan.to_str().unwrap()]);
+    c.args(["--color", "never"])
+        .env_remove("SLURMPLAN_SACCTMGR")
+        .env("SLURMPLAN_LOCK_DIR", site.locks())
+        .env("FAKE_SACCTMGR_DIR", site.state());
+    let r = run(&mut c);
+    stop.store(true, Ordering::SeqCst);
+    let _ = std::fs::File::open(&fifo).and_then(|mut f| f.read_to_end(&mut Vec::new()));
+    writer.join().unwrap();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("Verified"), "{r:?}");
+    assert_eq!(served.load(Ordering::SeqCst), 1, "the agent config was read more than once: {r:?}");
+}

@@ -162,3 +162,28 @@ fn the_reader_sees_grouped_and_plain_paths_and_skips_comments() {
     let table = layers("| layer | module |\n|---|---|\n| 2 | `a` (`src/a`) | x |\n| 1 | `b`, `c` | y |\n");
     assert_eq!(table, BTreeMap::from([("a".to_string(), 2), ("b".to_string(), 1), ("c".to_string(), 1)]));
 }
+
+/// The command-line parser belongs to `cli`: a library module that names clap (a derive of
+/// `clap::ValueEnum` on a view's format, say) depends on how the binary parses its flags.
+#[test]
+fn only_the_cli_names_the_command_line_parser() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut bad = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap();
+        if module_of(rel) == "cli" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (no, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if !code.starts_with("//") && (code.contains("clap::") || code.starts_with("use clap")) {
+                bad.push(format!("src/{}:{}: {}", rel.display(), no + 1, code));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "library modules that name clap (map flags in src/cli instead):\n{}", bad.join("\n"));
+}

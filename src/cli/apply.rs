@@ -9,9 +9,11 @@ use slurmplan::apply::{self, Observer, journal::Journal, lock};
 use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
 
-use super::args::{ApplyArgs, Global};
-use super::commands::{build_plan_locked, current_state, plan_key, runner};
-use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, Failure, Outcome, use_color};
+use super::args::ApplyArgs;
+use super::planning::build_plan_locked;
+use super::settings::Settings;
+use super::state::current_state;
+use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, Failure, Outcome};
 
 struct Lines;
 impl Observer for Lines {
@@ -66,8 +68,8 @@ pub fn report_interrupted(previous: &[lock::Previous]) {
 }
 
 /// The lock directory of an apply (`--lock-dir`, or the default; created if missing).
-fn lock_dir(a: &ApplyArgs) -> Result<lock::LockDir, Failure> {
-    match lock::LockDir::open(a.lock_dir.as_deref(), true) {
+fn lock_dir(s: &Settings) -> Result<lock::LockDir, Failure> {
+    match lock::LockDir::open(s.lock_dir.as_deref(), true) {
         Ok(Some(d)) => Ok(d),
         Ok(None) => Err(Failure::new("the lock directory is missing")),
         Err(e @ lock::LockError::UnsafeDir { explicit: true, .. }) => Err(Failure::new(e.to_string()).hint(
@@ -80,7 +82,7 @@ fn lock_dir(a: &ApplyArgs) -> Result<lock::LockDir, Failure> {
     }
 }
 
-pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
+pub fn run(s: &Settings, a: ApplyArgs) -> Outcome {
     match (&a.plan, &a.desired) {
         (Some(path), None) => {
             // The mass-deletion guard and --target ran when this plan was made; the checksum
@@ -88,9 +90,9 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             if !a.planning.targets.is_empty() {
                 return Err(Failure::new("--target applies to `plan` and `apply -d`, not to a saved plan")
                     .hint("the saved plan already holds only what was targeted when it was made")
-                    .code(super::EXIT_USAGE));
+                    .code(EXIT_USAGE));
             }
-            let plan = plan::file::read_with_key(path, plan_key()?.as_ref())
+            let plan = plan::file::read_with_key(path, s.plan_key()?.as_ref())
                 .map_err(|e| Failure::new(e.to_string()).hint("re-create it with `slurmplan plan -o FILE`"))?;
             if plan.is_empty() {
                 eprintln!("No changes. The plan is empty.");
@@ -98,7 +100,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             }
             let outside: Vec<String> = clusters_of(&plan)
                 .into_iter()
-                .filter(|c| !g.clusters.is_empty() && !g.clusters.iter().any(|s| s.eq_ignore_ascii_case(c)))
+                .filter(|c| !s.clusters.is_empty() && !s.clusters.iter().any(|s| s.eq_ignore_ascii_case(c)))
                 .collect();
             if !outside.is_empty() {
                 return Err(Failure::new(format!(
@@ -109,9 +111,9 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 .hint("re-plan with the same --cluster, or drop --cluster to apply the whole plan"));
             }
             // Cluster names are checked (and encoded) before a lock file is named after them.
-            let lock_dir = lock_dir(&a)?;
+            let lock_dir = lock_dir(s)?;
             let _locks = take_lock(&lock_dir, &plan, a.lock_timeout)?;
-            let current = current_state(g, None)?;
+            let current = current_state(s, None)?;
             let now = plan.fingerprint_of(&current);
             if now != plan.current_fingerprint {
                 return Err(Failure::new(format!(
@@ -122,7 +124,7 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
                 .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
             }
             refuse_unsound(path, &plan, &current)?;
-            execute(g, &a, plan, current, lock_dir, _locks)
+            execute(s, &a, plan, current, lock_dir, _locks)
         }
         (None, Some(d)) => {
             // Load, lock, then read once: the desired file is parsed once, its clusters (after
@@ -130,23 +132,23 @@ pub fn run(g: &Global, a: ApplyArgs) -> Outcome {
             // and the state the plan is made from is the state it runs on (no second read after
             // the confirmation; other slurmplan runs wait for the lock). A file that cannot be
             // loaded is an error before any lock. The executor refuses any step outside them.
-            let lock_dir = lock_dir(&a)?;
+            let lock_dir = lock_dir(s)?;
             let (slurmplan::pipeline::Planned { mut plan, current }, locks) =
-                build_plan_locked(g, d, a.planning.allow_mass_delete, &a.planning.targets, |clusters| {
+                build_plan_locked(s, d, a.planning.allow_mass_delete, &a.planning.targets, |clusters| {
                     take_locks(&lock_dir, &lock::Scope { global: true, clusters }, a.lock_timeout)
                 })?;
             if a.planning.no_batch {
                 plan::unbatch(&mut plan);
             }
-            confirm_and_execute(g, &a, plan, current, lock_dir, locks)
+            confirm_and_execute(s, &a, plan, current, lock_dir, locks)
         }
-        _ => Err(Failure::new("give a plan file or -d desired.yaml").code(super::EXIT_USAGE)),
+        _ => Err(Failure::new("give a plan file or -d desired.yaml").code(EXIT_USAGE)),
     }
 }
 
 /// Show the plan, ask (unless `--auto-approve`), run it under `locks` and verify.
 fn confirm_and_execute(
-    g: &Global,
+    s: &Settings,
     a: &ApplyArgs,
     plan: Plan,
     current: slurmplan::model::State,
@@ -159,7 +161,7 @@ fn confirm_and_execute(
     }
     {
         let mut out = std::io::stdout().lock();
-        render::render(&plan, Format::Text, &Options { color: use_color(g.color) }, &mut out)
+        render::render(&plan, Format::Text, &Options { color: s.color }, &mut out)
             .and_then(|_| out.flush())
             .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))?;
     }
@@ -177,7 +179,7 @@ fn confirm_and_execute(
             return Ok(EXIT_ERROR);
         }
     }
-    execute(g, a, plan, current, lock_dir, locks)
+    execute(s, a, plan, current, lock_dir, locks)
 }
 
 /// Before the first write: every step of a plan file must be one `plan` could have made for
@@ -215,14 +217,14 @@ fn take_locks(dir: &lock::LockDir, scope: &lock::Scope, timeout: u64) -> Result<
 }
 
 fn execute(
-    g: &Global,
+    s: &Settings,
     a: &ApplyArgs,
     plan: Plan,
     current: slurmplan::model::State,
     lock_dir: lock::LockDir,
     mut locks: lock::Locks,
 ) -> Outcome {
-    let r = runner(g)?;
+    let r = s.runner()?;
     let journal_path = a.journal.clone().unwrap_or_else(|| {
         let ts = apply::rfc3339(SystemTime::now()).replace(':', "");
         lock_dir.path.join(format!("slurmplan-apply-{ts}-{}.jsonl", std::process::id()))
@@ -232,7 +234,7 @@ fn execute(
     })?;
     eprintln!("journal: {}", journal_path.display());
     locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
-    let result = run_steps(g, a, &r, &plan, &current, &mut journal, &locks);
+    let result = run_steps(s, a, &r, &plan, &current, &mut journal, &locks);
     // Every end that reaches here is a clean one (a failed step, a signal, a verification
     // result): the lock files stop naming this journal. A kill leaves them naming it.
     locks.release();
@@ -240,7 +242,7 @@ fn execute(
 }
 
 fn run_steps(
-    g: &Global,
+    s: &Settings,
     a: &ApplyArgs,
     r: &slurmplan::sacctmgr::runner::ProcessRunner,
     plan: &Plan,
@@ -308,7 +310,7 @@ fn run_steps(
         return Err(Failure::new("cannot verify: the plan's steps do not replay on the state read before applying")
             .code(EXIT_PARTIAL));
     };
-    let after = current_state(g, None)?;
+    let after = current_state(s, None)?;
     let left = apply::unconverged(&after, &expected, plan);
     let _ = journal.event(&serde_json::json!({"verify": if left.is_empty() { "converged" } else { "not converged" }, "remaining": left.iter().map(|c| c.address()).collect::<Vec<_>>()}));
     if !left.is_empty() {

@@ -52,6 +52,29 @@ pub enum ColorChoice {
     Never,
 }
 
+/// `--format` of `plan` and `show`: the names of the views of `slurmplan::render::Format`
+/// (the parser's side of the mapping, so `render` does not depend on clap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    Diff,
+    Table,
+    Script,
+}
+
+impl From<PlanFormat> for Format {
+    fn from(f: PlanFormat) -> Format {
+        match f {
+            PlanFormat::Text => Format::Text,
+            PlanFormat::Json => Format::Json,
+            PlanFormat::Diff => Format::Diff,
+            PlanFormat::Table => Format::Table,
+            PlanFormat::Script => Format::Script,
+        }
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Cmd {
     /// Capture the live state (the exact sacctmgr reads) into a snapshot directory
@@ -106,8 +129,8 @@ pub struct PlanArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    pub format: PlanFormat,
     /// Exit 2 when the plan has changes (0 = no changes, 1 = error)
     #[arg(long)]
     pub detailed_exitcode: bool,
@@ -119,8 +142,8 @@ pub struct PlanArgs {
 pub struct ShowArgs {
     /// Plan file written by `slurmplan plan -o`
     pub plan: PathBuf,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    pub format: PlanFormat,
 }
 
 #[derive(Args, Debug)]
@@ -173,4 +196,27 @@ pub struct PlanningArgs {
     /// Plan only the change at ADDR (e.g. account.CLUSTER.NAME) and what it strictly needs (repeatable)
     #[arg(long = "target", value_name = "ADDR")]
     pub targets: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each view of `render::Format` has its `--format` value, mapped to that view (the match is
+    /// exhaustive: a view added to `render` without a value here does not compile).
+    #[test]
+    fn every_view_has_its_format_value() {
+        for f in [Format::Text, Format::Json, Format::Diff, Format::Table, Format::Script] {
+            let v = match f {
+                Format::Text => PlanFormat::Text,
+                Format::Json => PlanFormat::Json,
+                Format::Diff => PlanFormat::Diff,
+                Format::Table => PlanFormat::Table,
+                Format::Script => PlanFormat::Script,
+            };
+            assert_eq!(Format::from(v), f);
+            let name = v.to_possible_value().unwrap().get_name().to_string();
+            assert_eq!(name, format!("{f:?}").to_lowercase());
+        }
+    }
 }

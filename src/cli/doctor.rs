@@ -11,8 +11,10 @@ use slurmplan::model::fingerprint::hash_bytes;
 use slurmplan::model::{Name, NameKind};
 use slurmplan::plan;
 
-use super::args::{Global, StateArgs};
-use super::commands::{current_state, write_atomic};
+use super::args::StateArgs;
+use super::print::{print_diags, write_atomic};
+use super::settings::{Settings, read_agent_config};
+use super::state::current_state;
 use super::{EXIT_CHANGES, EXIT_OK, EXIT_USAGE, Failure, Outcome};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -44,7 +46,7 @@ pub struct DoctorArgs {
     pub format: DoctorFormat,
 }
 
-pub fn run(g: &Global, a: DoctorArgs) -> Outcome {
+pub fn run(s: &Settings, a: DoctorArgs) -> Outcome {
     let fallback =
         match &a.default_account {
             Some(s) => Some(Name::parse(s, NameKind::Account, false).map(|p| p.name).map_err(|e| {
@@ -52,7 +54,7 @@ pub fn run(g: &Global, a: DoctorArgs) -> Outcome {
             })?),
             None => config_fallback(&a)?,
         };
-    let current = current_state(g, a.state.state.as_deref())?;
+    let current = current_state(s, a.state.state.as_deref())?;
     let findings = doctor::examine(&current, fallback.as_ref());
     if let Some(out) = &a.output {
         let repaired = doctor::repair(&current, fallback.as_ref());
@@ -62,7 +64,7 @@ pub fn run(g: &Global, a: DoctorArgs) -> Outcome {
                 .cause(e.to_string())
                 .hint("this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`)")
         })?;
-        write_atomic(out, &super::commands::plan_json(&p)?)?;
+        write_atomic(out, &s.plan_json(&p)?)?;
         eprintln!(
             "repair plan saved to {}: {} DefaultAccount move(s) and {} DefaultQOS repair(s) in {} step(s); review with `slurmplan show {}`, apply with `slurmplan apply {}`",
             out.display(),
@@ -91,8 +93,7 @@ pub fn run(g: &Global, a: DoctorArgs) -> Outcome {
 /// user is meant to default to); no fallback under `individual` or `none`.
 fn config_fallback(a: &DoctorArgs) -> Result<Option<Name>, Failure> {
     let Some(path) = &a.config else { return Ok(None) };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::new(format!("cannot read `{}`", path.display())).cause(e.to_string()))?;
+    let text = read_agent_config(path)?;
     match slurmplan::waldur::config::load_config(path, &text, a.offering.as_deref()) {
         Ok((settings, _warnings)) => Ok(match settings.policy {
             slurmplan::waldur::config::Policy::Common => {
@@ -113,7 +114,7 @@ fn config_fallback(a: &DoctorArgs) -> Result<Option<Name>, Failure> {
             }
         }),
         Err(mut diags) => {
-            super::commands::print_diags(&mut diags);
+            print_diags(&mut diags);
             Err(Failure::new(format!("`{}` is not a usable site-agent config", path.display())))
         }
     }

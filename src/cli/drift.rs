@@ -5,7 +5,6 @@
 //! error. With `--format prometheus --output FILE` an error still writes the file, with
 //! `slurmplan_drift_last_run_success 0`, so a dashboard sees the failure.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,8 +12,10 @@ use clap::{Args, ValueEnum};
 use slurmplan::render::drift::{self, DriftReport};
 use slurmplan::{diff, pipeline};
 
-use super::args::{Global, StateArgs};
-use super::commands::write_atomic;
+use super::args::StateArgs;
+use super::planning::resolve_quietly;
+use super::print::{write_atomic, write_stdout};
+use super::settings::Settings;
 use super::{EXIT_CHANGES, EXIT_OK, Failure, Outcome};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -46,18 +47,9 @@ fn now_secs() -> u64 {
 
 /// Load, read, resolve, diff: the same pipeline as `plan`, without ordering. Nothing but errors
 /// is printed (cron mails anything on stderr).
-fn compute(g: &Global, a: &DriftArgs) -> Result<DriftReport, Failure> {
-    let req = pipeline::Request {
-        desired: &a.desired,
-        clusters: &g.clusters,
-        targets: &[],
-        allow_mass_delete: false,
-        one_shot: false,
-    };
-    let mut printer = super::commands::Printer { warnings: false, timings: super::commands::Timings::start() };
+fn compute(s: &Settings, a: &DriftArgs) -> Result<DriftReport, Failure> {
     let pipeline::Resolution { desired: d, current, resolved } =
-        pipeline::resolve(&req, super::commands::reader(g, a.state.state.as_deref(), false), &mut printer)
-            .map_err(|r| super::commands::refused(r, &a.desired, "drift was not computed", true))?;
+        resolve_quietly(s, &a.desired, a.state.state.as_deref(), "drift was not computed")?;
     let changes = diff::diff(&current, &resolved.state);
     Ok(DriftReport::new(a.desired.display().to_string(), d.clusters.keys().cloned(), &changes))
 }
@@ -74,9 +66,9 @@ fn render(r: &DriftReport, format: DriftFormat, now: u64) -> Vec<u8> {
     buf
 }
 
-pub fn run(g: &Global, a: DriftArgs) -> Outcome {
+pub fn run(s: &Settings, a: DriftArgs) -> Outcome {
     let now = now_secs();
-    let report = match compute(g, &a) {
+    let report = match compute(s, &a) {
         Ok(r) => r,
         Err(f) => {
             if let (DriftFormat::Prometheus, Some(out)) = (a.format, &a.output) {
@@ -93,12 +85,7 @@ pub fn run(g: &Global, a: DriftArgs) -> Outcome {
         let bytes = render(&report, a.format, now);
         match &a.output {
             Some(out) => write_atomic(out, &String::from_utf8_lossy(&bytes))?,
-            None => {
-                let mut o = std::io::stdout().lock();
-                o.write_all(&bytes)
-                    .and_then(|_| o.flush())
-                    .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))?;
-            }
+            None => write_stdout(&bytes)?,
         }
     }
     Ok(if report.in_sync { EXIT_OK } else { EXIT_CHANGES })

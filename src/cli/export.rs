@@ -2,14 +2,14 @@
 //! scope (default: everything under `root` on every cluster), so a site can adopt what it has.
 //! The YAML goes to stdout; what could not be reproduced exactly is a warning on stderr.
 
-use std::io::Write;
-
 use clap::Args;
 use slurmplan::desired::export::{self, ExportOptions};
 use slurmplan::model::{Name, NameKind};
 
-use super::args::{Global, StateArgs};
-use super::commands::{current_state, print_diags};
+use super::args::StateArgs;
+use super::print::{print_diags, write_stdout};
+use super::settings::Settings;
+use super::state::current_state;
 use super::{EXIT_OK, EXIT_USAGE, Failure, Outcome};
 
 #[derive(Args, Debug)]
@@ -35,16 +35,16 @@ fn names(items: &[String], kind: NameKind, flag: &str) -> Result<Vec<Name>, Fail
         .collect()
 }
 
-pub fn run(g: &Global, a: ExportArgs) -> Outcome {
+pub fn run(s: &Settings, a: ExportArgs) -> Outcome {
     let opts = ExportOptions {
         roots: names(&a.roots, NameKind::Account, "--managed-root")?,
         prefixes: names(&a.prefixes, NameKind::Account, "--managed-prefix")?
             .into_iter()
             .map(|n| n.as_str().to_string())
             .collect(),
-        clusters: names(&g.clusters, NameKind::Cluster, "--cluster")?,
+        clusters: names(&s.clusters, NameKind::Cluster, "--cluster")?,
     };
-    let current = current_state(g, a.state.state.as_deref())?;
+    let current = current_state(s, a.state.state.as_deref())?;
     let exported = export::export(&current, &opts).map_err(|mut d| {
         print_diags(&mut d);
         Failure::new("nothing was exported")
@@ -59,10 +59,7 @@ pub fn run(g: &Global, a: ExportArgs) -> Outcome {
         return Err(Failure::new("the managed scope holds names a desired file cannot (above); nothing was exported")
             .hint("narrow the scope with --managed-root / --managed-prefix to leave those objects out (they are then left as they are), or rename them in slurmdbd"));
     }
-    let mut o = std::io::stdout().lock();
-    o.write_all(exported.yaml.as_bytes())
-        .and_then(|_| o.flush())
-        .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))?;
+    write_stdout(exported.yaml.as_bytes())?;
     let (c, ac, u, q) = exported.counts;
     eprintln!("exported {c} cluster(s), {ac} account(s), {u} user association(s), {q} QoS");
     Ok(EXIT_OK)

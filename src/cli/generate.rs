@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, ValueEnum};
 
 use super::args::Cli;
-use super::{EXIT_OK, Failure, Outcome, write_stdout};
+use super::print::write_stdout;
+use super::{EXIT_OK, Failure, Outcome};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Shell {

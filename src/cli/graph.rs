@@ -3,13 +3,22 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use slurmplan::plan;
-use slurmplan::render::graph::{self, GraphFormat};
+use slurmplan::render::graph;
 
-use super::args::{Global, StateArgs};
-use super::commands::current_state;
-use super::{EXIT_OK, Failure, Outcome, write_stdout};
+use super::args::StateArgs;
+use super::print::write_stdout;
+use super::settings::Settings;
+use super::state::current_state;
+use super::{EXIT_OK, Failure, Outcome};
+
+/// `--format` of `graph` (the parser's names for the drawings of `slurmplan::render::graph`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Dot,
+    Mermaid,
+}
 
 #[derive(Args, Debug)]
 pub struct GraphArgs {
@@ -23,7 +32,7 @@ pub struct GraphArgs {
     pub format: GraphFormat,
 }
 
-pub fn run(g: &Global, a: GraphArgs) -> Outcome {
+pub fn run(s: &Settings, a: GraphArgs) -> Outcome {
     let plan = match &a.plan {
         Some(p) => Some(
             plan::file::read(p)
@@ -31,7 +40,7 @@ pub fn run(g: &Global, a: GraphArgs) -> Outcome {
         ),
         None => None,
     };
-    let current = current_state(g, a.state.state.as_deref())?;
+    let current = current_state(s, a.state.state.as_deref())?;
     if let Some(p) = &plan
         && p.fingerprint_of(&current) != p.current_fingerprint
     {

@@ -8,19 +8,26 @@
 
 mod apply;
 mod args;
-mod commands;
 mod doctor;
 mod drift;
+mod dump;
 mod export;
 mod generate;
 mod graph;
+mod plan;
+mod planning;
+mod print;
+mod settings;
+mod show;
+mod state;
+mod timings;
+mod validate;
 mod waldur;
-
-use std::io::{IsTerminal, Write};
 
 use clap::Parser;
 
 pub use args::{Cli, Cmd};
+use settings::Settings;
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_ERROR: i32 = 1;
@@ -57,15 +64,6 @@ impl Failure {
 
 pub type Outcome = Result<i32, Failure>;
 
-/// Whether to colour stdout.
-pub fn use_color(choice: args::ColorChoice) -> bool {
-    match choice {
-        args::ColorChoice::Always => true,
-        args::ColorChoice::Never => false,
-        args::ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
-    }
-}
-
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -78,7 +76,7 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    match commands::run(cli) {
+    match run(cli) {
         Ok(code) => code,
         Err(f) => {
             eprintln!("error: {}", slurmplan::diag::tidy(&f.message));
@@ -93,7 +91,25 @@ pub fn main() -> i32 {
     }
 }
 
-fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
-    let mut o = std::io::stdout().lock();
-    o.write_all(bytes).and_then(|_| o.flush()).map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))
+/// Resolve the settings once, then run the command with them.
+fn run(cli: Cli) -> Outcome {
+    let lock_dir = match &cli.command {
+        Cmd::Apply(a) => a.lock_dir.clone(),
+        _ => None,
+    };
+    let s = Settings::resolve(cli.global, lock_dir);
+    match cli.command {
+        Cmd::Dump(a) => dump::run(&s, a),
+        Cmd::Plan(a) => plan::run(&s, a),
+        Cmd::Apply(a) => apply::run(&s, a),
+        Cmd::Show(a) => show::run(&s, a),
+        Cmd::Validate(a) => validate::run(a),
+        Cmd::Drift(a) => drift::run(&s, a),
+        Cmd::Doctor(a) => doctor::run(&s, a),
+        Cmd::Export(a) => export::run(&s, a),
+        Cmd::Graph(a) => graph::run(&s, a),
+        Cmd::Completions(a) => generate::completions(a),
+        Cmd::Man(a) => generate::man(a),
+        Cmd::Waldur(c) => waldur::run(&s, c),
+    }
 }

@@ -16,10 +16,11 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use slurmplan::apply::signals::{self, StopOnSignal};
 use slurmplan::waldur::fetch::{self, Access, FetchError, PageDir, Progress, Summary};
-use slurmplan::waldur::{self, BuildOptions, Settings};
+use slurmplan::waldur::{self, BuildOptions};
 
-use super::commands::{failed, print_diags, write_atomic};
-use super::{EXIT_OK, Failure, Outcome};
+use super::print::{failed, print_diags, write_atomic};
+use super::settings::{Settings, read_agent_config};
+use super::{EXIT_OK, EXIT_USAGE, Failure, Outcome};
 
 #[derive(Subcommand, Debug)]
 pub enum WaldurCmd {
@@ -113,9 +114,9 @@ impl ApiArgs {
     }
 }
 
-pub fn run(g: &super::args::Global, cmd: WaldurCmd) -> Outcome {
+pub fn run(s: &Settings, cmd: WaldurCmd) -> Outcome {
     match cmd {
-        WaldurCmd::Build(a) => build(g, a),
+        WaldurCmd::Build(a) => build(s, a),
         WaldurCmd::Fetch(a) => fetch_cmd(a),
     }
 }
@@ -127,17 +128,20 @@ fn fetch_failure(e: FetchError) -> Failure {
 }
 
 /// The chosen offering's settings (warnings printed) and, with `api`, how to reach its API.
-fn load(config: &Path, offering: Option<&str>, api: bool) -> Result<(Settings, Option<Access>), Failure> {
-    let text = std::fs::read_to_string(config)
-        .map_err(|e| Failure::new(format!("cannot read `{}`", config.display())).cause(e.to_string()))?;
-    let loaded = waldur::load_config(config, &text, offering);
-    let (settings, mut warnings) = loaded.map_err(|mut d| {
+fn load(config: &Path, offering: Option<&str>, api: bool) -> Result<(waldur::Settings, Option<Access>), Failure> {
+    let refused = |mut d: Vec<slurmplan::diag::Diagnostic>| {
         failed(&mut d, |n| format!("`{}` has {n} configuration error(s); nothing was written", config.display()))
-    })?;
+    };
+    // Parsed once: the settings from a copy of the tree without its tokens, the access (with
+    // the token) from the tree itself.
+    let root = waldur::config::parse(config, &read_agent_config(config)?).map_err(refused)?;
+    let (with_token, root) = if api { (Some(root.clone()), root) } else { (None, root) };
+    let (settings, mut warnings) = waldur::config::settings_of(config, root, offering).map_err(refused)?;
     print_diags(&mut warnings);
-    let access =
-        if api { Some(fetch::load_access(config, &text, settings.index).map_err(fetch_failure)?) } else { None };
-    drop(text);
+    let access = match with_token {
+        Some(tree) => Some(fetch::access_of(config, &tree, settings.index).map_err(fetch_failure)?),
+        None => None,
+    };
     if let Some(a) = &access
         && a.verify_ssl_off
     {
@@ -283,12 +287,12 @@ impl Drop for TempDir {
     }
 }
 
-fn build(g: &super::args::Global, a: BuildArgs) -> Outcome {
-    let cluster = match g.clusters.as_slice() {
+fn build(s: &Settings, a: BuildArgs) -> Outcome {
+    let cluster = match s.clusters.as_slice() {
         [] => None,
         [c] => Some(c.clone()),
         _ => {
-            return Err(Failure::new("`waldur build` writes one cluster: give --cluster once").code(super::EXIT_USAGE));
+            return Err(Failure::new("`waldur build` writes one cluster: give --cluster once").code(EXIT_USAGE));
         }
     };
     let (settings, access) = load(&a.config, a.offering.as_deref(), a.from_api)?;

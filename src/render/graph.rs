@@ -11,12 +11,6 @@ use crate::diff::Change;
 use crate::model::{Name, State};
 use crate::plan::Plan;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum GraphFormat {
-    Dot,
-    Mermaid,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
 enum Mark {
     #[default]

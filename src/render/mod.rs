@@ -27,7 +27,7 @@ use crate::plan::Plan;
 pub use crate::sacctmgr::quote::{sh_join, sh_quote};
 
 /// An output format of `plan` / `show`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,

@@ -159,9 +159,15 @@ pub fn load_config(
     text: &str,
     offering: Option<&str>,
 ) -> Result<(Settings, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let mut cx = Ctx { file: path, diags: Vec::new() };
-    let mut root: Value = match serde_saphyr::from_str(text) {
-        Ok(v) => v,
+    settings_of(path, parse(path, text)?, offering)
+}
+
+/// The config's YAML tree, tokens included (for a caller that also needs the API access:
+/// `fetch::access_of`); a syntax error is reported without quoting a token.
+pub fn parse(path: &Path, text: &str) -> Result<Value, Vec<Diagnostic>> {
+    let cx = Ctx { file: path, diags: Vec::new() };
+    match serde_saphyr::from_str(text) {
+        Ok(v) => Ok(v),
         Err(e) => {
             let mut message: String =
                 UserMessageFormatter.format_message(&e).chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
@@ -176,13 +182,22 @@ pub fn load_config(
                 },
                 None => cx.loc(),
             };
-            return Err(vec![
+            Err(vec![
                 Diagnostic::error("config-syntax", message)
                     .at(location)
                     .hint("fix the YAML of the agent config; the other checks run once it parses"),
-            ]);
+            ])
         }
-    };
+    }
+}
+
+/// [`load_config`] on the tree of [`parse`]: its tokens are dropped first.
+pub fn settings_of(
+    path: &Path,
+    mut root: Value,
+    offering: Option<&str>,
+) -> Result<(Settings, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let mut cx = Ctx { file: path, diags: Vec::new() };
     // Drop every token before looking at anything else.
     if let Some(Value::Array(offs)) = root.get_mut("offerings") {
         for o in offs.iter_mut() {

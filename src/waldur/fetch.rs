@@ -232,11 +232,19 @@ pub struct Access {
 /// Read `waldur_api_url`, `waldur_offering_uuid`, `waldur_api_token` and `verify_ssl` of
 /// `offerings[index]` (the offering `config::load_config` chose) from the agent config's text.
 pub fn load_access(path: &Path, text: &str, index: usize) -> Result<Access, FetchError> {
-    let file = path.display();
     // A syntax error message could quote the token; `load_config` has reported the real one.
     let root: Value = serde_saphyr::from_str(text).map_err(|_| {
-        FetchError::new(format!("`{file}` is not valid YAML"), "run `slurmplan waldur build --export` to see the error")
+        FetchError::new(
+            format!("`{}` is not valid YAML", path.display()),
+            "run `slurmplan waldur build --export` to see the error",
+        )
     })?;
+    access_of(path, &root, index)
+}
+
+/// [`load_access`] from the tree `config::parse` made (the config parsed once).
+pub fn access_of(path: &Path, root: &Value, index: usize) -> Result<Access, FetchError> {
+    let file = path.display();
     let base = format!("offerings[{index}]");
     let off = root.get("offerings").and_then(|o| o.get(index)).ok_or_else(|| {
         FetchError::new(format!("`{file}` has no `{base}`"), "point --config at the site agent's config")
@@ -1395,5 +1403,10 @@ mod tests {
         let e = load_access(Path::new("c.yaml"), &digits, 0).unwrap_err();
         assert!(e.message.contains("waldur_offering_uuid` is the number"), "{e:?}");
         assert!(e.hint.contains("quotes"), "{e:?}");
+        // Parsed once (`waldur fetch`): the access from the tree `config::parse` made.
+        let root = crate::waldur::config::parse(Path::new("c.yaml"), text).unwrap();
+        let b = access_of(Path::new("c.yaml"), &root, 1).unwrap();
+        assert_eq!((b.api, b.offering_uuid), (a.api, a.offering_uuid));
+        assert_eq!(b.token.scrub("tok-B"), "<redacted>");
     }
 }

@@ -1,0 +1,44 @@
+//! `slurmplan plan`: tell about applies killed part-way, plan from the desired file and the
+//! current state, save the plan file (signed when a plan key is set) and print the plan.
+//!
+//! Must not: change slurmdbd, take a lock, or plan anything itself (`planning` runs the
+//! pipeline).
+
+use slurmplan::apply::lock::{self, LockDir, LockError};
+use slurmplan::{pipeline, plan};
+
+use super::args::PlanArgs;
+use super::planning::build_plan;
+use super::print::{emit, write_atomic};
+use super::settings::Settings;
+use super::timings::Timings;
+use super::{EXIT_CHANGES, EXIT_OK, Outcome};
+
+pub fn run(s: &Settings, a: PlanArgs) -> Outcome {
+    // Applies killed before they ended, from the lock directory an apply would use (read as
+    // untrusted data; a directory that is missing has nothing to tell, one that is refused is
+    // said so).
+    match LockDir::open(s.lock_dir.as_deref(), false) {
+        Ok(Some(dir)) => super::apply::report_interrupted(&lock::interrupted(&dir)),
+        // Without a lock directory (a user without XDG_RUNTIME_DIR) no apply can have run.
+        Ok(None) | Err(LockError::NoDir(_)) => {}
+        Err(e) => {
+            eprintln!("warning: interrupted applies are not looked for: {}", slurmplan::diag::tidy(&e.to_string()))
+        }
+    }
+    let pipeline::Planned { mut plan, current } =
+        build_plan(s, &a.desired, a.state.state.as_deref(), a.planning.allow_mass_delete, &a.planning.targets)?;
+    if a.planning.no_batch {
+        plan::unbatch(&mut plan);
+    }
+    // A one-shot process: freeing a million associations only costs time before exit.
+    std::mem::forget(current);
+    let mut t = Timings::start(s.timings);
+    if let Some(out) = &a.output {
+        write_atomic(out, &s.plan_json(&plan)?)?;
+        eprintln!("plan saved to {}; apply it with: slurmplan apply {}", out.display(), out.display());
+    }
+    emit(&plan, a.format.into(), s.color)?;
+    t.mark("render");
+    Ok(if a.detailed_exitcode && !plan.is_empty() { EXIT_CHANGES } else { EXIT_OK })
+}

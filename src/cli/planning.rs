@@ -1,0 +1,146 @@
+//! Planning from a desired file for `plan`, `apply -d` and `drift`: runs `slurmplan::pipeline`
+//! with the current state of [`read_state`], prints its warnings, `--target` banner and timings
+//! as they come ([`Printer`]), and maps each reason it refuses to a [`Failure`] ([`refused`]).
+//!
+//! Must not: plan anything itself (the pipeline does), write files, or run a plan.
+
+use std::path::Path;
+use std::time::Duration;
+
+use slurmplan::diag::Diagnostic;
+use slurmplan::{pipeline, plan};
+
+use super::print::{failed, print_diags};
+use super::settings::Settings;
+use super::state::read_state;
+use super::timings::Timings;
+use super::{EXIT_ERROR, EXIT_USAGE, Failure};
+
+/// Print the messages of the planning pipeline as they come: warnings (each stage's batch
+/// capped as [`print_diags`] does), the `--target` banner, and phase timings.
+pub struct Printer {
+    /// Print warnings (off for cron reports, which mail anything on stderr).
+    pub warnings: bool,
+    pub timings: Timings,
+}
+
+impl pipeline::Report for Printer {
+    fn warnings(&mut self, _stage: pipeline::Stage, mut diags: Vec<Diagnostic>) {
+        if self.warnings {
+            print_diags(&mut diags);
+        }
+    }
+    fn targeted(&mut self, unchanged: &[String]) {
+        eprintln!("\nWarning: {}\n", pipeline::TARGET_WARNING);
+        for u in unchanged {
+            eprintln!("note: target `{u}` has no changes");
+        }
+    }
+    fn phase(&mut self, name: &str, took: Duration) {
+        self.timings.note(name, took);
+    }
+}
+
+/// The failure (message, hint, exit code) for each reason the pipeline stops, its diagnostics
+/// printed; `what` is what was not made ("nothing was planned", "drift was not computed"), and
+/// `errors_only` leaves the warnings of a failed load or resolve out of the printout.
+pub fn refused(r: pipeline::Refusal<Failure>, desired: &Path, what: &str, errors_only: bool) -> Failure {
+    use pipeline::Refusal;
+    let keep = |diags: Vec<Diagnostic>| -> Vec<Diagnostic> {
+        if errors_only { diags.into_iter().filter(|d| d.is_error()).collect() } else { diags }
+    };
+    match r {
+        Refusal::Desired(diags) => {
+            failed(&mut keep(diags), |n| format!("`{}` has {n} error(s); {what}", desired.display()))
+        }
+        Refusal::ClusterName(e) => Failure::new(format!("`--cluster`: {e}")).hint(e.hint.clone()).code(EXIT_USAGE),
+        Refusal::UnknownCluster { name, path, known } => {
+            let known: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+            Failure::new(format!("`--cluster {name}`: `{}` declares no such cluster", path.display())).hint(format!(
+                "it declares: {}",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ))
+        }
+        Refusal::Current(f) => f,
+        Refusal::Resolve { path, diags } => failed(&mut keep(diags), |n| {
+            format!("`{}` does not fit the current state ({n} error(s)); {what}", path.display())
+        }),
+        Refusal::Unsplit(mut errors) => {
+            failed(&mut errors, |n| format!("{n} row(s) of the managed scope cannot be read; nothing was planned"))
+        }
+        Refusal::Target(e) => {
+            let f = Failure::new(e.to_string()).code(EXIT_USAGE);
+            match e {
+                plan::target::TargetError::Unknown { .. } => f.hint(
+                    "addresses look like account.CLUSTER.NAME, user_association.CLUSTER.USER@ACCOUNT, default_account.CLUSTER.USER, qos.NAME (see `slurmplan plan --format json`)",
+                ),
+                plan::target::TargetError::Incomplete(_) => f.code(EXIT_ERROR),
+            }
+        }
+        Refusal::Order(e) => Failure::new("cannot build a safe plan").cause(e.to_string()).hint(
+            "this is a slurmplan bug; please report it with the snapshot (`slurmplan dump`) and the desired file",
+        ),
+        Refusal::MassDelete { deletes, limit, managed } => Failure::new(format!(
+            "the plan deletes {deletes} objects, more than the limit of {limit} (max of 20 and 10% of {managed} managed objects)"
+        ))
+        .hint("check the desired state (an empty or truncated export?); if the deletes are intended, re-run with --allow-mass-delete"),
+    }
+}
+
+/// The pipeline's request for `desired` under the settings' `--cluster`.
+fn request<'a>(
+    s: &'a Settings,
+    desired: &'a Path,
+    allow_mass_delete: bool,
+    targets: &'a [String],
+    one_shot: bool,
+) -> pipeline::Request<'a> {
+    pipeline::Request { desired, clusters: &s.clusters, targets, allow_mass_delete, one_shot }
+}
+
+/// Build a plan from the desired file and the current state (`plan`).
+pub fn build_plan(
+    s: &Settings,
+    desired: &Path,
+    state_dir: Option<&Path>,
+    allow_mass_delete: bool,
+    targets: &[String],
+) -> Result<pipeline::Planned, Failure> {
+    let req = request(s, desired, allow_mass_delete, targets, true);
+    let mut printer = Printer { warnings: true, timings: Timings::start(s.timings) };
+    pipeline::plan(&req, || read_state(s, state_dir, true), &mut printer)
+        .map_err(|r| refused(r, desired, "nothing was planned", false))
+}
+
+/// [`build_plan`] for `apply -d`: the desired file is loaded once; `lock` gets its clusters
+/// (after `--cluster`, as sacctmgr stores them) and runs before the current state is read
+/// live; the plan is made from that same load.
+pub fn build_plan_locked<L>(
+    s: &Settings,
+    desired: &Path,
+    allow_mass_delete: bool,
+    targets: &[String],
+    lock: impl FnOnce(Vec<String>) -> Result<L, Failure>,
+) -> Result<(pipeline::Planned, L), Failure> {
+    let req = request(s, desired, allow_mass_delete, targets, true);
+    let mut printer = Printer { warnings: true, timings: Timings::start(s.timings) };
+    let d = pipeline::load(&req, &mut printer).map_err(|r| refused(r, desired, "nothing was planned", false))?;
+    let held = lock(d.clusters.keys().map(|c| c.as_str().to_string()).collect())?;
+    let planned = pipeline::plan_loaded(&req, d, || read_state(s, None, true), &mut printer)
+        .map_err(|r| refused(r, desired, "nothing was planned", false))?;
+    Ok((planned, held))
+}
+
+/// Load the desired file and resolve it against the current state, without ordering
+/// (`drift`): nothing but errors is printed (cron mails anything on stderr).
+pub fn resolve_quietly(
+    s: &Settings,
+    desired: &Path,
+    state_dir: Option<&Path>,
+    what: &str,
+) -> Result<pipeline::Resolution, Failure> {
+    let req = request(s, desired, false, &[], false);
+    let mut printer = Printer { warnings: false, timings: Timings::start(s.timings) };
+    pipeline::resolve(&req, || read_state(s, state_dir, false), &mut printer)
+        .map_err(|r| refused(r, desired, what, true))
+}

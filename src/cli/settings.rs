@@ -1,0 +1,171 @@
+//! The settings of one run, resolved once from the global flags, the environment and the site
+//! agent's config, and handed down to every command as one [`Settings`] value. The only place
+//! in the program that reads `SLURMPLAN_*` variables, `NO_COLOR` or the agent config for the
+//! sacctmgr path (clap reads the variables that have a flag). Precedence: docs/operations.md
+//! ("Settings and their precedence").
+//!
+//! Must not: read the current state or plan; print anything but the diagnostics of a broken
+//! agent config (failures are returned to the caller); read a file before a command needs it
+//! (a broken agent config or plan key fails only the commands that use it).
+
+use std::cell::OnceCell;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use slurmplan::diag;
+use slurmplan::plan::{self, Plan};
+use slurmplan::sacctmgr::runner::{ProcessRunner, Route};
+
+use super::args::{ColorChoice, Global};
+use super::print::print_diags;
+use super::{EXIT_USAGE, Failure};
+
+/// Everything a command needs to know beyond its own arguments.
+#[derive(Debug)]
+pub struct Settings {
+    /// `--cluster` (repeatable): the clusters to work on; empty means all.
+    pub clusters: Vec<String>,
+    /// Colour stdout (`--color`, and for `auto` `NO_COLOR` and whether stdout is a terminal).
+    pub color: bool,
+    /// Phase timings on stderr (`SLURMPLAN_TIMINGS=1`, for benchmarks).
+    pub timings: bool,
+    /// The lock directory given: `apply --lock-dir` (clap reads `SLURMPLAN_LOCK_DIR` for it),
+    /// else `SLURMPLAN_LOCK_DIR` when set and not empty (`plan` looks there for interrupted
+    /// applies); `None` means the default directory.
+    pub lock_dir: Option<PathBuf>,
+    /// `SLURMPLAN_PLAN_KEY_FILE` as set (an empty value is refused when the key is needed).
+    plan_key_file: Option<PathBuf>,
+    sacctmgr: Option<PathBuf>,
+    agent_config: Option<PathBuf>,
+    exec_prefix: Option<String>,
+    ssh: Option<String>,
+    timeout: u64,
+    /// sacctmgr's path, taken from the agent config at most once (when a command first runs
+    /// sacctmgr).
+    program: OnceCell<PathBuf>,
+}
+
+impl Settings {
+    /// Resolve the global flags and the environment; `lock_dir` is the command's `--lock-dir`
+    /// (only `apply` has one).
+    pub fn resolve(g: Global, lock_dir: Option<PathBuf>) -> Settings {
+        let color = match g.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+        };
+        let lock_dir =
+            lock_dir.or_else(|| std::env::var_os("SLURMPLAN_LOCK_DIR").filter(|v| !v.is_empty()).map(PathBuf::from));
+        Settings {
+            clusters: g.clusters,
+            color,
+            timings: std::env::var_os("SLURMPLAN_TIMINGS").is_some_and(|v| v == "1"),
+            lock_dir,
+            plan_key_file: std::env::var_os("SLURMPLAN_PLAN_KEY_FILE").map(PathBuf::from),
+            sacctmgr: g.sacctmgr,
+            agent_config: g.agent_config,
+            exec_prefix: g.exec_prefix,
+            ssh: g.ssh,
+            timeout: g.timeout,
+            program: OnceCell::new(),
+        }
+    }
+
+    /// The runner of sacctmgr: `--sacctmgr`, else `<slurm_bin_path>/sacctmgr` of
+    /// `--agent-config`, else `sacctmgr` from PATH; through `--exec-prefix` and `--ssh`, each
+    /// call killed after `--timeout` seconds.
+    pub fn runner(&self) -> Result<ProcessRunner, Failure> {
+        let program = self.program()?;
+        let prefix: Vec<String> =
+            self.exec_prefix.as_deref().unwrap_or("").split_whitespace().map(str::to_string).collect();
+        if let Some(first) = prefix.first()
+            && Path::new(first).file_name().is_some_and(|n| n == "ssh")
+        {
+            return Err(Failure::new(format!(
+                "`--exec-prefix {}`: ssh joins the words after the host into one line for the remote shell, which would parse descriptions and names",
+                diag::cut(self.exec_prefix.as_deref().unwrap_or(""))
+            ))
+            .hint("use `--ssh DEST` (env SLURMPLAN_SSH): it quotes every word for the remote shell")
+            .code(EXIT_USAGE));
+        }
+        if self.timeout == 0 {
+            return Err(Failure::new("`--timeout 0` would kill every sacctmgr call")
+                .hint("give a timeout in seconds, e.g. 120")
+                .code(EXIT_USAGE));
+        }
+        let route = match self.ssh.as_deref() {
+            None => Route::Local,
+            Some(dest)
+                if dest.is_empty()
+                    || dest.starts_with('-')
+                    || dest.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+            {
+                return Err(Failure::new(format!("`--ssh {}` is not an ssh destination", diag::cut(dest)))
+                    .hint("give a host name or user@host (ssh options go in ~/.ssh/config)")
+                    .code(EXIT_USAGE));
+            }
+            Some(dest) => Route::Ssh { dest: dest.to_string() },
+        };
+        Ok(ProcessRunner::new(program, prefix, Duration::from_secs(self.timeout)).with_route(route))
+    }
+
+    /// sacctmgr's path (see [`Settings::runner`]); the agent config is read the first time only.
+    fn program(&self) -> Result<PathBuf, Failure> {
+        if let Some(p) = self.program.get() {
+            return Ok(p.clone());
+        }
+        let program = match (&self.sacctmgr, &self.agent_config) {
+            (Some(p), _) => p.clone(),
+            (None, Some(cfg)) => sacctmgr_from_agent_config(cfg)?,
+            (None, None) => PathBuf::from("sacctmgr"),
+        };
+        Ok(self.program.get_or_init(|| program).clone())
+    }
+
+    /// The key named by `SLURMPLAN_PLAN_KEY_FILE`, if set: plans written are signed with it and
+    /// plans applied must carry its signature. Read when a command writes or applies a plan.
+    pub fn plan_key(&self) -> Result<Option<plan::file::Key>, Failure> {
+        let Some(path) = &self.plan_key_file else {
+            return Ok(None);
+        };
+        let make = "make one with `(umask 077; head -c 32 /dev/urandom > FILE)`";
+        if path.as_os_str().is_empty() {
+            return Err(Failure::new("SLURMPLAN_PLAN_KEY_FILE is set but empty")
+                .hint(format!("unset it to write and apply unsigned plans, or point it at a key file; {make}")));
+        }
+        let bytes = slurmplan::input::read_private(path).map_err(|e| {
+            Failure::new(format!("cannot use the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE): {e}", path.display()))
+                .hint(format!("the key must be a regular file readable by its owner only; {make}"))
+        })?;
+        plan::file::Key::new(bytes).map(Some).map_err(|e| {
+            Failure::new(format!("cannot use the plan key `{}` (SLURMPLAN_PLAN_KEY_FILE): {e}", path.display()))
+                .hint(make)
+        })
+    }
+
+    /// A plan file's text, signed when `SLURMPLAN_PLAN_KEY_FILE` is set.
+    pub fn plan_json(&self, plan: &Plan) -> Result<String, Failure> {
+        Ok(plan::file::to_json_signed(plan, self.plan_key()?.as_ref()))
+    }
+}
+
+/// The site agent's config as text: read once by each command that uses it (`--agent-config`,
+/// `doctor --config`, `waldur build|fetch --config`).
+pub fn read_agent_config(path: &Path) -> Result<String, Failure> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(format!("cannot read `{}`", path.display())).cause(e.to_string()))
+}
+
+/// `<slurm_bin_path>/sacctmgr` from the site-agent config (the agent's default: /usr/bin).
+fn sacctmgr_from_agent_config(path: &Path) -> Result<PathBuf, Failure> {
+    let text = read_agent_config(path)?;
+    match slurmplan::waldur::config::load_config(path, &text, None) {
+        Ok((settings, _)) => Ok(settings.slurm_bin_path.unwrap_or_else(|| PathBuf::from("/usr/bin")).join("sacctmgr")),
+        Err(mut diags) => {
+            print_diags(&mut diags);
+            Err(Failure::new(format!("cannot take sacctmgr's path from `{}`", path.display()))
+                .hint("fix the file, or give --sacctmgr PATH"))
+        }
+    }
+}

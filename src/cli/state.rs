@@ -1,0 +1,92 @@
+//! The current state, read the one way every command reads it: from a snapshot directory
+//! (`--state DIR`) or live from sacctmgr through the runner of [`Settings`], with the live
+//! reads taken again while they do not fit together. Problems become a [`Failure`] with a hint.
+//!
+//! Must not: change anything in slurmdbd, or print anything but the diagnostics of the read
+//! and (with `progress`) the live-read notes on stderr.
+
+use std::path::Path;
+
+use slurmplan::diag::Diagnostic;
+use slurmplan::model::State;
+use slurmplan::sacctmgr::transport::Transport;
+use slurmplan::sacctmgr::{live, parse, reads, snapshot};
+
+use super::Failure;
+use super::print::print_diags;
+use super::settings::Settings;
+
+/// The current state from the snapshot in `dir`, or live; `progress` says so on stderr before
+/// a live read and on each retry (off for cron reports, which mail anything on stderr). Rows
+/// that cannot be split are left out of the state and returned beside it.
+pub fn read_state(s: &Settings, dir: Option<&Path>, progress: bool) -> Result<(State, Vec<parse::Unsplit>), Failure> {
+    match dir {
+        Some(dir) => match snapshot::load_unsplit(dir) {
+            Ok((state, unsplit, mut warnings)) => {
+                print_diags(&mut warnings);
+                Ok((state, unsplit))
+            }
+            Err(mut d) => {
+                print_diags(&mut d);
+                Err(unreadable_snapshot(dir))
+            }
+        },
+        None => {
+            let r = s.runner()?;
+            if progress {
+                eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
+            }
+            read_live(&r, live::Keep::Parsed, progress).map(|(_, state, unsplit)| (state, unsplit))
+        }
+    }
+}
+
+/// [`read_state`] for the commands without a desired file (they do not act on the rows that
+/// cannot be split): progress on, each such row a warning.
+pub fn current_state(s: &Settings, dir: Option<&Path>) -> Result<State, Failure> {
+    let (state, unsplit) = read_state(s, dir, true)?;
+    let mut w: Vec<Diagnostic> = unsplit
+        .iter()
+        .map(|u| u.diagnostic(false, "rename the object in slurmdbd (a name without `|`) to have it read"))
+        .collect();
+    print_diags(&mut w);
+    Ok(state)
+}
+
+/// The failure for a snapshot that cannot be read (its diagnostics printed by the caller).
+pub fn unreadable_snapshot(dir: &Path) -> Failure {
+    Failure::new(format!("cannot read the snapshot in `{}`", dir.display()))
+        .hint("take it again with `slurmplan dump -o DIR`, or fix the file named above")
+}
+
+/// The live reads, taken again while they do not fit together (`live::read_consistent`); a
+/// note on stderr per retry when `progress` (cron reports stay quiet unless it fails).
+/// With `keep` = `Keep::Text` the raw outputs are kept whole (for a snapshot); otherwise the
+/// association read is only parsed as it arrives.
+pub fn read_live(
+    r: &dyn Transport,
+    keep: live::Keep,
+    progress: bool,
+) -> Result<(parse::RawReads, State, Vec<parse::Unsplit>), Failure> {
+    let retrying = |attempt: usize, d: &[Diagnostic]| {
+        if progress {
+            let first = d.first().map(|d| d.message.as_str()).unwrap_or("");
+            eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
+        }
+    };
+    live::read_consistent(r, keep, retrying).map_err(|e| match e {
+        live::ReadError::Live(e) => Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
+            "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",
+        ),
+        live::ReadError::Unparsable { diags: mut d, attempts, out_of_step: true } => {
+            print_diags(&mut d);
+            Failure::new(format!("sacctmgr's reads did not fit together, {attempts} times in a row"))
+                .hint("something keeps writing to slurmdbd between the reads; run again when it is done")
+        }
+        live::ReadError::Unparsable { diags: mut d, .. } => {
+            print_diags(&mut d);
+            Failure::new("slurmdbd holds data slurmplan cannot read (the rows are quoted above)")
+                .hint("correct those values with sacctmgr, or take a snapshot (`slurmplan dump -o DIR`) and report the rows if sacctmgr accepts them as they are")
+        }
+    })
+}
