@@ -1,4 +1,4 @@
-//! The `slurmplan` binary: a thin main; everything is in `cli`.
+//! The `slurmplan` binary: a thin main; everything is in `cli`. Must hold no logic of its own.
 mod cli;
 
 /// mimalloc: planning a million associations is allocation-bound; glibc malloc spends a

@@ -14,10 +14,13 @@ use slurmplan::sacctmgr::command::Command as SCommand;
 use slurmplan::sacctmgr::snapshot;
 
 /// The fake sacctmgr's argv parser (a test tool, not part of the library).
-#[path = "../src/bin/slurmplan-fake-sacctmgr/argv.rs"]
+#[path = "../crates/dev/src/bin/slurmplan-fake-sacctmgr/argv.rs"]
 mod fake_argv;
 
-const FAKE: &str = env!("CARGO_BIN_EXE_slurmplan-fake-sacctmgr");
+/// The fake sacctmgr of crates/dev.
+static FAKE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    common::cli::dev_bin("slurmplan-fake-sacctmgr").to_str().expect("utf-8 path").to_string()
+});
 const DESIRED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/desired.yaml");
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/state");
 
@@ -51,7 +54,7 @@ impl Site {
     fn slurmplan(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut c = slurmplan_cmd(args);
         c.args(["--color", "never"])
-            .env("SLURMPLAN_SACCTMGR", FAKE)
+            .env("SLURMPLAN_SACCTMGR", &*FAKE)
             .env("SLURMPLAN_LOCK_DIR", self.locks())
             .env("FAKE_SACCTMGR_DIR", self.state());
         for (k, v) in env {
@@ -107,7 +110,7 @@ fn step_count(site: &Site) -> usize {
 fn stale_plan_is_refused_and_nothing_runs() {
     let site = Site::new();
     let (p, _) = site.plan_file();
-    let o = Command::new(FAKE)
+    let o = Command::new(&*FAKE)
         .args(["-i", "add", "user", "zed", "account=hpc_a_robo", "cluster=rocket"])
         .env("FAKE_SACCTMGR_DIR", site.state())
         .output()
@@ -328,7 +331,7 @@ fn live_read_is_a_fixed_number_of_calls() {
     assert_eq!(reads(&site, DESIRED), 6);
     // a bigger state in the same fake
     let big = site.path("big");
-    let g = std::process::Command::new(env!("CARGO_BIN_EXE_slurmplan-gen"))
+    let g = std::process::Command::new(common::cli::dev_bin("slurmplan-gen"))
         .args(["--out", big.to_str().unwrap(), "--accounts", "300", "--users", "400", "--assocs", "3000"])
         .output()
         .unwrap();
@@ -381,7 +384,7 @@ fn reads_that_do_not_fit_together_are_taken_again() {
 fn a_live_read_larger_than_1_mib_is_read_whole() {
     let site = Site::new();
     let big = site.path("big");
-    let g = std::process::Command::new(env!("CARGO_BIN_EXE_slurmplan-gen"))
+    let g = std::process::Command::new(common::cli::dev_bin("slurmplan-gen"))
         .args(["--out", big.to_str().unwrap(), "--accounts", "400", "--users", "6000", "--assocs", "40000"])
         .output()
         .unwrap();
@@ -488,7 +491,7 @@ fn sacctmgr_path_comes_from_the_agent_config() {
     let site = Site::new();
     let bin = site.path("slurm-bin");
     std::fs::create_dir(&bin).unwrap();
-    std::os::unix::fs::symlink(FAKE, bin.join("sacctmgr")).unwrap();
+    std::os::unix::fs::symlink(&*FAKE, bin.join("sacctmgr")).unwrap();
     let cfg = site.path("agent.yaml");
     std::fs::write(
         &cfg,
@@ -522,7 +525,8 @@ fn gated_sacctmgr(site: &Site, at: usize) -> PathBuf {
     sh_script(
         &site.path("gated-sacctmgr"),
         &format!(
-            "if [ \"$1\" = -i ]; then\n  n=$(cat {d}/writes 2>/dev/null || echo 0); n=$((n+1)); echo $n > {d}/writes\n  if [ $n = {at} ]; then\n    touch {d}/running\n    i=0; while [ ! -e {d}/go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n  fi\nfi\nexec {FAKE} \"$@\""
+            "if [ \"$1\" = -i ]; then\n  n=$(cat {d}/writes 2>/dev/null || echo 0); n=$((n+1)); echo $n > {d}/writes\n  if [ $n = {at} ]; then\n    touch {d}/running\n    i=0; while [ ! -e {d}/go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n  fi\nfi\nexec {} \"$@\"",
+            &*FAKE
         ),
     )
 }
@@ -818,7 +822,7 @@ fn onboarding_load_step_is_journalled_and_the_script_feeds_the_same_file() {
             let o = Command::new("sh")
                 .arg("-c")
                 .arg(&s.stdout)
-                .env("SACCTMGR", FAKE)
+                .env("SACCTMGR", &*FAKE)
                 .env("FAKE_SACCTMGR_DIR", site.state())
                 .stdin(Stdio::null())
                 .output()
@@ -988,7 +992,7 @@ fn plan_reads_lock_files_as_untrusted_data() {
     std::fs::write(site.locks().join("slurmplan-b.lock"), "\u{1b}]0;pwned\u{7}\njournal /dev/zero\n").unwrap();
     std::fs::write(site.locks().join("slurmplan-c.lock"), "2\njournal /j/\u{1b}[2J\n").unwrap();
     let mut c = slurmplan_cmd(&["--color", "never", "plan", "-d", DESIRED]);
-    c.env("SLURMPLAN_SACCTMGR", FAKE).env("SLURMPLAN_LOCK_DIR", site.locks()).env("FAKE_SACCTMGR_DIR", site.state());
+    c.env("SLURMPLAN_SACCTMGR", &*FAKE).env("SLURMPLAN_LOCK_DIR", site.locks()).env("FAKE_SACCTMGR_DIR", site.state());
     let r = run_within(&mut c, site.dir.path(), 60).expect("plan hung on the lock directory");
     assert_eq!(r.code, 0, "{r:?}");
     assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes printed: {:?}", r.stderr);
@@ -1036,7 +1040,7 @@ fn atomic_writes_sync_the_file_then_the_directory() {
             .arg(env!("CARGO_BIN_EXE_slurmplan"))
             .args(["--color", "never"])
             .args(args)
-            .env("SLURMPLAN_SACCTMGR", FAKE)
+            .env("SLURMPLAN_SACCTMGR", &*FAKE)
             .env("SLURMPLAN_LOCK_DIR", site.locks())
             .env("FAKE_SACCTMGR_DIR", site.state());
         let r = run(&mut c);
@@ -1077,7 +1081,7 @@ fn a_user_without_a_runtime_directory_is_asked_for_a_lock_dir() {
             .args(args)
             .env_remove("SLURMPLAN_LOCK_DIR")
             .env_remove("XDG_RUNTIME_DIR")
-            .env("SLURMPLAN_SACCTMGR", FAKE);
+            .env("SLURMPLAN_SACCTMGR", &*FAKE);
         if let Some(r) = runtime {
             c.env("XDG_RUNTIME_DIR", r);
         }
@@ -1199,54 +1203,47 @@ fn a_batch_longer_than_one_argv_word_is_split() {
 }
 
 /// `--agent-config` is read once per run (`cli::settings`), though an apply runs sacctmgr for
-/// its reads, its steps and its verification: the config is a FIFO that serves a good config
-/// (`slurm_bin_path` naming a directory with the fake as `sacctmgr`) once, then broken ones.
+/// its reads, its steps and its verification: the config's `slurm_bin_path` names a directory
+/// whose `sacctmgr` breaks the config (replaces the file with an unparsable one) each time it
+/// runs, then runs the fake. The first sacctmgr run comes after the config was read (its path
+/// comes from the config), so a config read again for a later step or the verification would
+/// be the broken one.
 #[test]
 fn agent_config_is_read_once_per_run() {
-    use std::io::{Read, Write};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let site = Site::new();
     let (plan, _) = site.plan_file();
     let bin = site.path("bin");
     std::fs::create_dir(&bin).unwrap();
-    std::os::unix::fs::symlink(FAKE, bin.join("sacctmgr")).unwrap();
+    let config = site.path("agent.yaml");
+    let broken = site.path("broken.yaml");
+    std::fs::write(&broken, "offerings: [\n").unwrap();
+    let runs = site.path("sacctmgr-runs");
+    sh_script(
+        &bin.join("sacctmgr"),
+        &format!(
+            "cp '{b}' '{c}'.$$ && mv '{c}'.$$ '{c}' && echo run >>'{r}' && exec '{f}' \"$@\"",
+            b = broken.display(),
+            c = config.display(),
+            r = runs.display(),
+            f = &*FAKE
+        ),
+    );
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/waldur/waldur-site-agent-config.yaml");
     let good = std::fs::read_to_string(example).unwrap().replace(
         "      default_account: hpc_default\n",
         &format!("      default_account: hpc_default\n      slurm_bin_path: {}\n", bin.display()),
     );
     assert!(good.contains("slurm_bin_path"));
-    let fifo = site.path("agent.yaml");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-    let (served, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
-    let writer = {
-        let (fifo, served, stop) = (fifo.clone(), served.clone(), stop.clone());
-        std::thread::spawn(move || {
-            loop {
-                // Blocks until a reader opens the FIFO.
-                let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let n = served.fetch_add(1, Ordering::SeqCst);
-                let _ = f.write_all(if n == 0 { good.as_bytes() } else { b"offerings: [\n" });
-                drop(f);
-                // The reader sees the end of the file only while no writer has the FIFO open.
-                std::thread::sleep(std::time::Duration::from_millis(300));
-            }
-        })
-    };
-    let mut c = slurmplan_cmd(&["--agent-config", fifo.to_str().unwrap(), "apply", plan.to_str().unwrap()]);
+    std::fs::write(&config, good).unwrap();
+    let mut c = slurmplan_cmd(&["--agent-config", config.to_str().unwrap(), "apply", plan.to_str().unwrap()]);
     c.args(["--color", "never"])
         .env_remove("SLURMPLAN_SACCTMGR")
         .env("SLURMPLAN_LOCK_DIR", site.locks())
         .env("FAKE_SACCTMGR_DIR", site.state());
     let r = run(&mut c);
-    stop.store(true, Ordering::SeqCst);
-    let _ = std::fs::File::open(&fifo).and_then(|mut f| f.read_to_end(&mut Vec::new()));
-    writer.join().unwrap();
-    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.code, 0, "the agent config was read again after sacctmgr broke it: {r:?}");
     assert!(r.stderr.contains("Verified"), "{r:?}");
-    assert_eq!(served.load(Ordering::SeqCst), 1, "the agent config was read more than once: {r:?}");
+    let runs = std::fs::read_to_string(&runs).unwrap().lines().count();
+    assert!(runs > 2, "sacctmgr ran for the reads, the steps and the verification ({runs} runs): {r:?}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "offerings: [\n", "the config was broken by the first run");
 }

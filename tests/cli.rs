@@ -180,7 +180,7 @@ fn colour_follows_the_flag_and_no_color() {
 fn no_batch_splits_batches_one_object_per_command() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("site");
-    let g = Command::new(env!("CARGO_BIN_EXE_slurmplan-gen"))
+    let g = Command::new(common::cli::dev_bin("slurmplan-gen"))
         .args(["--out", s(&out), "--accounts", "60", "--users", "50", "--assocs", "400", "--drift", "0.2"])
         .output()
         .unwrap();

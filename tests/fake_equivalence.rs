@@ -36,7 +36,8 @@ fn fake_answers_like_real_22_05() {
         return;
     }
     let real = sacctmgr_path();
-    let fake = env!("CARGO_BIN_EXE_slurmplan-fake-sacctmgr");
+    let fake = common::cli::dev_bin("slurmplan-fake-sacctmgr");
+    let fake = fake.to_str().expect("utf-8 path");
     let id = std::process::id() % 100000;
     let c = format!("fakeeq{id}");
     let (qa, qb) = (format!("feqa{id}"), format!("feqb{id}"));

@@ -100,7 +100,7 @@ fn apply_d_checks_the_guard_and_a_saved_plan_was_guarded_when_made() {
     let st = bulk_state(tmp.path(), 25);
     let d = tmp.path().join("d.yaml");
     std::fs::write(&d, EMPTY_BULK).unwrap();
-    let fake = PathBuf::from(env!("CARGO_BIN_EXE_slurmplan-fake-sacctmgr"));
+    let fake = common::cli::dev_bin("slurmplan-fake-sacctmgr");
     let env = [
         ("SLURMPLAN_SACCTMGR", fake.as_path()),
         ("FAKE_SACCTMGR_DIR", st.as_path()),

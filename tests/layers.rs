@@ -1,17 +1,18 @@
 //! The layering of docs/architecture.md, held by a test: the table there is the input, so the
-//! document and the code cannot drift apart.
+//! document and the workspace cannot drift apart.
 //!
-//! Every file under src/ belongs to the module named by its first path component (`src/plan/
-//! build.rs` -> `plan`, `src/diff.rs` -> `diff`; `src/main.rs`, `src/cli` and `src/bin` -> `cli`).
-//! Each `crate::M` path (`slurmplan::M` in the binaries) outside comments is an import of module
-//! `M`; it must name a module of a lower layer, or the file's own module. Same-layer siblings
-//! and higher layers fail. `src/lib.rs` only declares the modules and is not read.
+//! Each layer is a crate of the workspace, and the compiler lets a crate use only the crates its
+//! Cargo.toml names; so the rule is checked where it is decided, in the manifests: every
+//! dependency (normal, dev or build) of a workspace crate on another workspace crate must go to a
+//! crate of a lower layer. A crate of the same layer or of a higher one fails, and so does a crate
+//! the table does not name, or a row whose crate is not in the workspace. Must not: read the Rust
+//! sources (the compiler holds them to their manifests).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Module -> layer, from the table in docs/architecture.md: rows `| N | `m` ... |`, every
-/// backticked name in the module column (before any parenthesis) is a module of layer N.
+/// Crate (package name) -> layer, from the table in docs/architecture.md: rows `| N | `c` ... |`;
+/// every backticked name in the crate column (before any parenthesis) is a crate of layer N.
 fn layers(doc: &str) -> BTreeMap<String, u32> {
     let mut out = BTreeMap::new();
     for line in doc.lines() {
@@ -25,7 +26,7 @@ fn layers(doc: &str) -> BTreeMap<String, u32> {
             if i % 2 == 1 {
                 assert!(
                     out.insert(part.to_string(), layer).is_none(),
-                    "docs/architecture.md names module `{part}` in two rows"
+                    "docs/architecture.md names crate `{part}` in two rows"
                 );
             }
         }
@@ -33,108 +34,84 @@ fn layers(doc: &str) -> BTreeMap<String, u32> {
     out
 }
 
-/// The module a file under src/ belongs to.
-fn module_of(rel: &Path) -> String {
-    let first = rel.components().next().expect("a path under src/").as_os_str().to_string_lossy().into_owned();
-    match first.as_str() {
-        "main.rs" | "bin" => "cli".into(),
-        f => f.trim_end_matches(".rs").into(),
-    }
+/// A package's manifest, as far as this test needs it: its name and the packages it depends on
+/// (any dependency section; a renamed dependency by its `package`).
+#[derive(Debug, PartialEq)]
+struct Manifest {
+    name: String,
+    deps: Vec<String>,
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
-/// The modules a file's text names through `crate::` (or `slurmplan::`), with line numbers;
-/// `crate::{a, b::c}` names `a` and `b`. Comment lines are left out.
-fn imports(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (no, line) in text.lines().enumerate() {
-        let code = line.trim_start();
-        if code.starts_with("//") {
+/// Read a Cargo.toml: `name` of `[package]`, and the keys of `[dependencies]`,
+/// `[dev-dependencies]`, `[build-dependencies]` (and their `[target.X.…]` forms), written as
+/// `key = …`, `key.workspace = true` or as a table `[dependencies.key]`.
+fn manifest(text: &str) -> Manifest {
+    let (mut name, mut deps, mut section) = (String::new(), Vec::new(), String::new());
+    let is_deps = |s: &str| {
+        let last = s.rsplit('.').next().unwrap_or(s);
+        !s.starts_with("workspace") && matches!(last, "dependencies" | "dev-dependencies" | "build-dependencies")
+    };
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = header.trim().to_string();
+            // `[dependencies.key]`: a dependency written as a table
+            if let Some((table, key)) = section.rsplit_once('.')
+                && is_deps(table)
+            {
+                deps.push(key.trim().to_string());
+            }
             continue;
         }
-        for root in ["crate::", "slurmplan::"] {
-            let mut rest = code;
-            while let Some(at) = rest.find(root) {
-                let before = rest[..at].chars().last();
-                rest = &rest[at + root.len()..];
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                    continue; // `my_crate::x`
-                }
-                if let Some(group) = rest.strip_prefix('{') {
-                    // Top-level names of the group, up to its closing brace.
-                    let (mut depth, mut name, mut names) = (0, String::new(), Vec::new());
-                    for c in group.chars() {
-                        match c {
-                            '{' => depth += 1,
-                            '}' if depth == 0 => break,
-                            '}' => depth -= 1,
-                            ',' if depth == 0 => names.push(std::mem::take(&mut name)),
-                            _ if depth == 0 => name.push(c),
-                            _ => {}
-                        }
-                    }
-                    names.push(name);
-                    for n in names {
-                        let m: String = n.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                        if !m.is_empty() {
-                            out.push((no + 1, m));
-                        }
-                    }
-                } else {
-                    let m: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                    if !m.is_empty() {
-                        out.push((no + 1, m));
-                    }
-                }
-            }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        let key = key.trim();
+        if section == "package" && key == "name" {
+            name = value.trim().trim_matches('"').to_string();
+        } else if is_deps(&section) {
+            let renamed = value.split("package").nth(1).and_then(|v| v.split('"').nth(1));
+            deps.push(renamed.unwrap_or_else(|| key.split('.').next().unwrap_or(key).trim()).to_string());
         }
     }
-    out
+    Manifest { name, deps }
 }
 
-/// Every import that breaks the table, as `path:line: ...`.
-fn violations(root: &Path, table: &BTreeMap<String, u32>) -> Vec<String> {
-    let src = root.join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
-    let mut bad = Vec::new();
-    for f in files {
-        let rel = f.strip_prefix(&src).unwrap();
-        if rel == Path::new("lib.rs") {
-            continue; // the crate root: it declares the modules and imports none
+/// The workspace's manifests: the root package's and every crates/*/Cargo.toml.
+fn workspace(root: &Path) -> Vec<(PathBuf, Manifest)> {
+    let mut paths = vec![root.join("Cargo.toml")];
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
+        let p = e.unwrap().path().join("Cargo.toml");
+        if p.is_file() {
+            paths.push(p);
         }
-        let own = module_of(rel);
-        let Some(&layer) = table.get(&own) else {
-            bad.push(format!("src/{}: module `{own}` is not in the table of docs/architecture.md", rel.display()));
+    }
+    paths.sort();
+    paths.into_iter().map(|p| (p.clone(), manifest(&std::fs::read_to_string(&p).unwrap()))).collect()
+}
+
+/// Every dependency that breaks the table, and every crate the table and the workspace do not
+/// both know, as `path: ...`.
+fn violations(crates: &[(PathBuf, Manifest)], table: &BTreeMap<String, u32>) -> Vec<String> {
+    let mut bad = Vec::new();
+    let members: Vec<&str> = crates.iter().map(|(_, m)| m.name.as_str()).collect();
+    for c in table.keys() {
+        if !members.contains(&c.as_str()) {
+            bad.push(format!("docs/architecture.md: crate `{c}` is not in the workspace"));
+        }
+    }
+    for (path, m) in crates {
+        let Some(&layer) = table.get(&m.name) else {
+            bad.push(format!("{}: crate `{}` is not in the table of docs/architecture.md", path.display(), m.name));
             continue;
         };
-        let text = std::fs::read_to_string(&f).unwrap();
-        for (line, m) in imports(&text) {
-            if m == own || m == "self" || m == "super" {
-                continue;
-            }
-            match table.get(&m) {
+        for d in m.deps.iter().filter(|d| members.contains(&d.as_str())) {
+            match table.get(d) {
                 Some(&l) if l < layer => {}
                 Some(&l) => bad.push(format!(
-                    "src/{}:{line}: `{own}` (layer {layer}) imports `{m}` (layer {l}); only lower layers may be imported",
-                    rel.display()
+                    "{}: `{}` (layer {layer}) depends on `{d}` (layer {l}); only lower layers may be used",
+                    path.display(),
+                    m.name
                 )),
-                None if own == "cli" => {} // `slurmplan::` is also the binary's name in messages
-                None => bad.push(format!(
-                    "src/{}:{line}: `{own}` imports `{m}`, which is not in the table of docs/architecture.md",
-                    rel.display()
-                )),
+                None => {} // reported above as a crate the table does not name
             }
         }
     }
@@ -142,48 +119,57 @@ fn violations(root: &Path, table: &BTreeMap<String, u32>) -> Vec<String> {
 }
 
 #[test]
-fn every_import_goes_to_a_lower_layer() {
+fn every_dependency_goes_to_a_lower_layer() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let table = layers(&std::fs::read_to_string(root.join("docs/architecture.md")).unwrap());
-    for m in ["cli", "pipeline", "plan", "rules", "sacctmgr", "model"] {
-        assert!(table.contains_key(m), "the table of docs/architecture.md lost `{m}`: {table:?}");
+    for c in [
+        "slurmplan",
+        "slurmplan-pipeline",
+        "slurmplan-plan",
+        "slurmplan-rules",
+        "slurmplan-sacctmgr",
+        "slurmplan-model",
+    ] {
+        assert!(table.contains_key(c), "the table of docs/architecture.md lost `{c}`: {table:?}");
     }
-    let bad = violations(root, &table);
-    assert!(bad.is_empty(), "imports that break docs/architecture.md's layers:\n{}", bad.join("\n"));
+    let crates = workspace(root);
+    assert!(crates.len() >= 10, "found only {} crates", crates.len());
+    let bad = violations(&crates, &table);
+    assert!(bad.is_empty(), "dependencies that break docs/architecture.md's layers:\n{}", bad.join("\n"));
 }
 
 #[test]
-fn the_reader_sees_grouped_and_plain_paths_and_skips_comments() {
-    let text = "use crate::{diff::{self, Change}, model::State};\n// crate::cli\nlet x = crate::plan::make_plan(a);\nuse slurmplan::apply;\nmy_crate::render";
-    let got: Vec<(usize, String)> = imports(text);
-    let want: Vec<(usize, String)> =
-        vec![(1, "diff".into()), (1, "model".into()), (3, "plan".into()), (4, "apply".into())];
-    assert_eq!(got, want);
-    let table = layers("| layer | module |\n|---|---|\n| 2 | `a` (`src/a`) | x |\n| 1 | `b`, `c` | y |\n");
+fn the_reader_sees_every_form_of_dependency_and_the_check_fails_on_a_violation() {
+    let text = "[package]\nname = \"slurmplan-a\" # x\n\n[dependencies]\nslurmplan-b.workspace = true\n# slurmplan-z = 1\nserde = { version = \"1\" }\nalias = { package = \"slurmplan-c\", path = \"../c\" }\n\n[dev-dependencies]\nslurmplan-d = { path = \"../d\" }\n\n[target.'cfg(unix)'.dependencies.slurmplan-e]\npath = \"../e\"\n\n[workspace.dependencies]\nslurmplan-f = { path = \"f\" }\n";
+    let want = Manifest {
+        name: "slurmplan-a".into(),
+        deps: ["slurmplan-b", "serde", "slurmplan-c", "slurmplan-d", "slurmplan-e"].map(String::from).to_vec(),
+    };
+    assert_eq!(manifest(text), want);
+    let table = layers("| layer | crate |\n|---|---|\n| 2 | `a` (crates/a) | x |\n| 1 | `b`, `c` | y |\n");
     assert_eq!(table, BTreeMap::from([("a".to_string(), 2), ("b".to_string(), 1), ("c".to_string(), 1)]));
+    let m = |name: &str, deps: &[&str]| {
+        (PathBuf::from(name), Manifest { name: name.into(), deps: deps.iter().map(|d| d.to_string()).collect() })
+    };
+    assert!(violations(&[m("a", &["b", "c"]), m("b", &[]), m("c", &["serde"])], &table).is_empty());
+    // same layer, higher layer, a crate the table lacks, a row without its crate
+    assert_eq!(violations(&[m("a", &["b"]), m("b", &["c"]), m("c", &[])], &table).len(), 1);
+    assert_eq!(violations(&[m("a", &[]), m("b", &["a"]), m("c", &[])], &table).len(), 1);
+    assert_eq!(violations(&[m("a", &[]), m("b", &[]), m("c", &[]), m("x", &["a"])], &table).len(), 1);
+    assert_eq!(violations(&[m("a", &[]), m("b", &[])], &table).len(), 1);
 }
 
-/// The command-line parser belongs to `cli`: a library module that names clap (a derive of
+/// The command-line parser belongs to the CLI crate: a library crate that uses clap (a derive of
 /// `clap::ValueEnum` on a view's format, say) depends on how the binary parses its flags.
 #[test]
-fn only_the_cli_names_the_command_line_parser() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
-    let mut bad = Vec::new();
-    for f in files {
-        let rel = f.strip_prefix(&src).unwrap();
-        if module_of(rel) == "cli" {
-            continue;
-        }
-        let text = std::fs::read_to_string(&f).unwrap();
-        for (no, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if !code.starts_with("//") && (code.contains("clap::") || code.starts_with("use clap")) {
-                bad.push(format!("src/{}:{}: {}", rel.display(), no + 1, code));
-            }
-        }
-    }
-    assert!(bad.is_empty(), "library modules that name clap (map flags in src/cli instead):\n{}", bad.join("\n"));
+fn only_the_cli_crate_depends_on_the_command_line_parser() {
+    let crates = workspace(Path::new(env!("CARGO_MANIFEST_DIR")));
+    let bad: Vec<String> = crates
+        .iter()
+        .filter(|(_, m)| m.name != "slurmplan")
+        .flat_map(|(p, m)| {
+            m.deps.iter().filter(|d| d.starts_with("clap")).map(move |d| format!("{}: {d}", p.display()))
+        })
+        .collect();
+    assert!(bad.is_empty(), "library crates that depend on clap (map flags in src/cli instead):\n{}", bad.join("\n"));
 }

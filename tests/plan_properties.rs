@@ -31,7 +31,7 @@ use slurmplan::rules::{RuleModel, check_state};
 use slurmplan::sacctmgr::command::Command;
 
 /// The fake sacctmgr's argv parser (a test tool, not part of the library).
-#[path = "../src/bin/slurmplan-fake-sacctmgr/argv.rs"]
+#[path = "../crates/dev/src/bin/slurmplan-fake-sacctmgr/argv.rs"]
 mod fake_argv;
 
 fn n(s: &str) -> Name {

@@ -1,5 +1,6 @@
 //! `slurmplan apply`: lock, re-read, refuse stale plans, confirm, execute, verify. Printing and
-//! exit codes live here; the executor is `slurmplan::apply`.
+//! exit codes live here; the executor is `slurmplan::apply`. Must not run a step other than
+//! the plan's own, as reviewed.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, SystemTime};

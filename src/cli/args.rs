@@ -1,5 +1,5 @@
 //! Command-line definition (clap). The names here are a contract with users' scripts and cron
-//! jobs (design.md section 3): add, don't rename.
+//! jobs: add, don't rename.
 
 use std::path::PathBuf;
 

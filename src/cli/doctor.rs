@@ -1,6 +1,7 @@
 //! `slurmplan doctor`: find broken accounting without a desired file; with `-o FILE`, write a
 //! repair plan (the ordinary plan format, applied with `slurmplan apply FILE`) that moves every
 //! dangling DefaultAccount and repairs every DefaultQOS outside its QoS list. Exit 0 without findings, 2 with findings, 1 on error.
+//! Must not repair anything itself: the repair is a plan, applied by `slurmplan apply`.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! `slurmplan export`: print a desired YAML that reproduces the current state for a managed
 //! scope (default: everything under `root` on every cluster), so a site can adopt what it has.
 //! The YAML goes to stdout; what could not be reproduced exactly is a warning on stderr.
+//! Reads only: must not change the accounting state or write files.
 
 use clap::Args;
 use slurmplan::desired::export::{self, ExportOptions};

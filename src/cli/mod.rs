@@ -1,4 +1,4 @@
-//! Layer 5: the command line. Parses args, resolves settings, calls the library, prints, and
+//! The command line. Parses args, resolves settings, calls the library, prints, and
 //! decides the exit code. The ONLY place that prints or exits. Data goes to stdout, everything
 //! else (diagnostics, progress, hints) to stderr.
 //!

@@ -153,7 +153,7 @@ impl Settings {
 /// The site agent's config as text: read once by each command that uses it (`--agent-config`,
 /// `doctor --config`, `waldur build|fetch --config`).
 pub fn read_agent_config(path: &Path) -> Result<String, Failure> {
-    std::fs::read_to_string(path)
+    slurmplan::input::read_text(path)
         .map_err(|e| Failure::new(format!("cannot read `{}`", path.display())).cause(e.to_string()))
 }
 

@@ -58,7 +58,54 @@ pub fn sh_script(path: &Path, body: &str) -> PathBuf {
     path.to_path_buf()
 }
 
-/// The crate's directory.
+/// A helper binary of crates/dev (`slurmplan-fake-sacctmgr`, `slurmplan-gen`). Cargo builds a
+/// package's own binaries for its integration tests (`CARGO_BIN_EXE_*`), not another package's:
+/// these are found beside the test executable (target/<profile>/NAME), where `cargo build` at the
+/// workspace root puts them (the README's test command builds before it tests). Fails, saying
+/// what to build, when the binary is missing or older than a source file of crates/dev or of a
+/// crate it depends on (a stale fake would test old behaviour).
+pub fn dev_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let dir = exe.parent().and_then(Path::parent).expect("the test executable is in target/<profile>/deps");
+    let bin = dir.join(name);
+    let build = "build it with `cargo build -p slurmplan-dev` (the README's test command does)";
+    let built = std::fs::metadata(&bin)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("{}: {e}; {build}", bin.display()));
+    let mut crates = vec!["dev".to_string()];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(c) = crates.pop() {
+        if !seen.insert(c.clone()) {
+            continue;
+        }
+        let dir = root().join("crates").join(&c);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        // `slurmplan-X.workspace = true` lines: the crates this one depends on
+        crates
+            .extend(manifest.lines().filter_map(|l| l.strip_prefix("slurmplan-")?.split('.').next().map(String::from)));
+        if let Some(newer) = newer_than(&dir.join("src"), built) {
+            panic!("{} is older than {}; {build}", bin.display(), newer.display());
+        }
+    }
+    bin
+}
+
+/// A file under `dir` modified after `t`, if any.
+fn newer_than(dir: &Path, t: std::time::SystemTime) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            if let Some(n) = newer_than(&p, t) {
+                return Some(n);
+            }
+        } else if std::fs::metadata(&p).and_then(|m| m.modified()).is_ok_and(|m| m > t) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The workspace's directory (the root package's).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

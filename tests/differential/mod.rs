@@ -297,6 +297,14 @@ impl Edit {
                     let c = &mut s.clusters[i];
                     if c.find(&acct.name).is_none() && (acct.parent == "root" || c.find(&acct.parent).is_some()) {
                         c.accounts.push(acct.clone());
+                        // The record's text is global: an account that is also on another
+                        // cluster carries the edit's text there too (else the desired file
+                        // would state two texts for one record; seed 32362 on 24.11).
+                        for a in
+                            s.clusters.iter_mut().flat_map(|c| c.accounts.iter_mut()).filter(|a| a.name == acct.name)
+                        {
+                            a.text = acct.text.clone();
+                        }
                     }
                 }
             }
@@ -1566,7 +1574,7 @@ pub fn violations(s: &State) -> BTreeSet<String> {
             }
         }
         for e in check_default_accounts(cname, &c.defaults, &c.user_index()) {
-            out.insert(e.0);
+            out.insert(e.message);
         }
     }
     out

@@ -1,0 +1,347 @@
+//! The planning pipeline as one call. [`plan`] loads the desired file (on a second
+//! thread while the caller's reader takes the current state), keeps the clusters asked for,
+//! resolves, checks the rows that could not be read, narrows to `--target`, diffs, orders, and
+//! holds the plan to the guards every plan passes (the mass-delete limit). [`resolve`] is its
+//! first half, for reports that stop at the diff (`drift`). [`load`] and [`plan_loaded`] are
+//! the same pipeline in two calls, for a caller that must know the desired file's clusters
+//! before it reads the current state (`apply -d` locks them first): the file is parsed once.
+//!
+//! It must not print, exit or spawn: what it has to say goes to the caller's [`Report`]
+//! (warnings, the targeting notes, phase timings), what stops it is a [`Refusal`] carrying the
+//! diagnostics, and the current state comes from the caller's reader (live or a snapshot), so
+//! the binary keeps the transport and the words of every message.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use slurmplan_desired::{self as desired, Desired, resolve::Resolved};
+use slurmplan_diag::Diagnostic;
+use slurmplan_diff::{Action, Change};
+use slurmplan_model::{Name, NameError, NameKind, State};
+use slurmplan_plan::{self as plan, Plan, PlanError, target::TargetError};
+use slurmplan_sacctmgr::parse::Unsplit;
+
+/// The warning a targeted plan carries (and the banner the caller prints with it).
+pub const TARGET_WARNING: &str = "resource targeting is in effect; the plan may be incomplete: only the targeted objects and what they strictly need are planned. Run a plan without --target afterwards to see what else differs.";
+
+/// What to plan.
+pub struct Request<'a> {
+    /// The desired-state file.
+    pub desired: &'a Path,
+    /// Keep only these clusters of the desired file (`--cluster`); empty = all.
+    pub clusters: &'a [String],
+    /// Plan only the changes at these addresses and what they strictly need (`--target`).
+    pub targets: &'a [String],
+    /// Let a plan delete more than the limit ([`mass_delete_limit`]); it then carries lint SP005.
+    pub allow_mass_delete: bool,
+    /// The caller exits soon after: the desired file and the resolved state are left to the
+    /// operating system instead of being freed (a million associations take a while to free).
+    pub one_shot: bool,
+}
+
+/// Where the pipeline says what it finds on the way.
+pub trait Report {
+    /// Warnings of one stage, sorted by the caller (each call is one batch).
+    fn warnings(&mut self, stage: Stage, diags: Vec<Diagnostic>);
+    /// `--target` is in effect; `unchanged` are the targets that have no changes.
+    fn targeted(&mut self, unchanged: &[String]);
+    /// A phase took `took` (measured on the thread that did it).
+    fn phase(&mut self, name: &str, took: Duration);
+}
+
+/// The stage a batch of warnings comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The loader, on the desired file.
+    Desired,
+    /// Resolving the desired file against the current state.
+    Resolve,
+    /// Rows of the current state that could not be split, outside the managed scope.
+    Unsplit,
+}
+
+/// Why there is no plan. `E` is the error of the caller's reader.
+#[derive(Debug)]
+pub enum Refusal<E> {
+    /// The desired file has errors (every diagnostic the loader found).
+    Desired(Vec<Diagnostic>),
+    /// A `--cluster` value is not a cluster name.
+    ClusterName(NameError),
+    /// A `--cluster` the desired file does not declare; `known` are the ones it declares.
+    UnknownCluster { name: Name, path: PathBuf, known: Vec<Name> },
+    /// The current state could not be read.
+    Current(E),
+    /// The desired file does not fit the current state.
+    Resolve { path: PathBuf, diags: Vec<Diagnostic> },
+    /// Rows that could not be split may belong to the managed scope (errors only).
+    Unsplit(Vec<Diagnostic>),
+    /// A `--target` is unknown or cannot be planned alone.
+    Target(TargetError),
+    /// No safe order exists (a slurmplan bug).
+    Order(PlanError),
+    /// The plan deletes more than the limit and that was not allowed.
+    MassDelete { deletes: usize, limit: usize, managed: usize },
+}
+
+/// The desired file resolved against the current state: what [`resolve`] gives.
+pub struct Resolution {
+    pub desired: Desired,
+    pub current: State,
+    pub resolved: Resolved,
+}
+
+/// A plan and the current state it was made from.
+pub struct Planned {
+    pub plan: Plan,
+    pub current: State,
+}
+
+/// Times phases on the calling thread.
+struct Clock(Instant);
+
+impl Clock {
+    fn lap(&mut self, report: &mut dyn Report, name: &str) {
+        report.phase(name, self.0.elapsed());
+        self.0 = Instant::now();
+    }
+}
+
+/// Load, read, keep the clusters asked for, resolve, and check the unsplit rows. The desired
+/// file is loaded on a second thread while `read` runs on this one (they are independent).
+pub fn resolve<E>(
+    req: &Request,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Resolution, Refusal<E>> {
+    let mut clock = Clock(Instant::now());
+    resolve_timed(req, None, read, report, &mut clock)
+}
+
+/// Load the desired file, report its warnings and keep the clusters asked for: the first half
+/// of [`load`] + [`plan_loaded`].
+pub fn load<E>(req: &Request, report: &mut dyn Report) -> Result<Desired, Refusal<E>> {
+    let started = Instant::now();
+    let loaded = desired::load_file(req.desired);
+    report.phase("load desired", started.elapsed());
+    accept(req, loaded, report)
+}
+
+/// A loaded desired file as the pipeline goes on with it: its warnings reported, the clusters
+/// asked for kept.
+fn accept<E>(
+    req: &Request,
+    loaded: Result<Desired, Vec<Diagnostic>>,
+    report: &mut dyn Report,
+) -> Result<Desired, Refusal<E>> {
+    let mut d = loaded.map_err(Refusal::Desired)?;
+    report.warnings(Stage::Desired, d.warnings.clone());
+    select_clusters(req.clusters, &mut d)?;
+    Ok(d)
+}
+
+fn resolve_timed<E>(
+    req: &Request,
+    loaded: Option<Desired>,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+    clock: &mut Clock,
+) -> Result<Resolution, Refusal<E>> {
+    let (d, current) = match loaded {
+        Some(d) => {
+            let current = read();
+            clock.lap(report, "read current state");
+            (d, current)
+        }
+        None => {
+            let (loaded, current) = std::thread::scope(|s| {
+                let desired = s.spawn(|| {
+                    let started = Instant::now();
+                    (desired::load_file(req.desired), started.elapsed())
+                });
+                let current = read();
+                clock.lap(report, "read current state (in parallel with the next)");
+                (desired.join().expect("the desired-state loader does not panic"), current)
+            });
+            report.phase("load desired", loaded.1);
+            // The next phase is timed from here, not from the end of the read (it waited for the file).
+            clock.0 = Instant::now();
+            (accept(req, loaded.0, report)?, current)
+        }
+    };
+    let (current, unsplit) = current.map_err(Refusal::Current)?;
+    let resolved = match desired::resolve::resolve(&d, &current) {
+        Ok(r) => r,
+        Err(diags) => return Err(Refusal::Resolve { path: d.path.clone(), diags }),
+    };
+    report.warnings(Stage::Resolve, resolved.warnings.clone());
+    check_unsplit(&unsplit, &d, &resolved.managed, report)?;
+    Ok(Resolution { desired: d, current, resolved })
+}
+
+/// The whole pipeline: [`resolve`], then `--target`, diff, order and the mass-delete guard.
+/// The plan's fingerprint covers what it depends on ([`plan::Covers::Managed`]), so that writes
+/// elsewhere on a busy slurmdbd leave a saved plan valid.
+pub fn plan<E>(
+    req: &Request,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Planned, Refusal<E>> {
+    plan_from(req, None, read, report)
+}
+
+/// [`plan`] of a desired file already loaded by [`load`] (with the same `req`): the file is not
+/// read again.
+pub fn plan_loaded<E>(
+    req: &Request,
+    desired: Desired,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Planned, Refusal<E>> {
+    plan_from(req, Some(desired), read, report)
+}
+
+fn plan_from<E>(
+    req: &Request,
+    loaded: Option<Desired>,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Planned, Refusal<E>> {
+    let mut clock = Clock(Instant::now());
+    let Resolution { desired: d, current, resolved } = resolve_timed(req, loaded, read, report, &mut clock)?;
+    clock.lap(report, "resolve");
+    let partial = match req.targets {
+        [] => None,
+        targets => {
+            let t = plan::target::partial_desired(&current, &resolved.state, targets).map_err(Refusal::Target)?;
+            report.targeted(&t.unchanged);
+            Some(t.state)
+        }
+    };
+    let desired = partial.as_ref().unwrap_or(&resolved.state);
+    let diffed = plan::diff_states(&current, desired, plan::Covers::Managed(&resolved.managed));
+    clock.lap(report, "diff");
+    let (plan, managed) = std::thread::scope(|s| {
+        // The mass-delete guard's count (a walk of every managed account's users) on the
+        // second core, which ordering leaves idle.
+        let managed = s.spawn(|| managed_objects(&current, &resolved.managed));
+        let plan = plan::order(diffed, &current, desired, &d.hash);
+        (plan, managed.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let mut plan = plan.map_err(Refusal::Order)?;
+    clock.lap(report, "order");
+    if req.one_shot {
+        std::mem::forget(resolved);
+        std::mem::forget(d);
+    }
+    if partial.is_some() {
+        plan.warnings.push(TARGET_WARNING.into());
+    }
+    mass_delete_guard(&mut plan, managed, req.allow_mass_delete)?;
+    Ok(Planned { plan, current })
+}
+
+/// `--cluster C`: keep only those clusters of the desired file; the others are left as they are.
+/// Naming a cluster the file does not declare is refused.
+fn select_clusters<E>(clusters: &[String], d: &mut Desired) -> Result<(), Refusal<E>> {
+    if clusters.is_empty() {
+        return Ok(());
+    }
+    let mut keep = BTreeSet::new();
+    for c in clusters {
+        let name = Name::parse(c, NameKind::Cluster, false).map_err(Refusal::ClusterName)?.name;
+        if !d.clusters.contains_key(&name) {
+            return Err(Refusal::UnknownCluster {
+                name,
+                path: d.path.clone(),
+                known: d.clusters.keys().cloned().collect(),
+            });
+        }
+        keep.insert(name);
+    }
+    d.clusters.retain(|c, _| keep.contains(c));
+    Ok(())
+}
+
+/// Rows that cannot be split, against the managed scope: one that may hold a managed account
+/// (any run of its cells names one, or matches a managed prefix or root) is an error, since
+/// the plan would be made without it; the others belong to objects slurmplan leaves alone and
+/// are warnings.
+fn check_unsplit<E>(
+    unsplit: &[Unsplit],
+    d: &Desired,
+    managed: &BTreeMap<Name, BTreeSet<Name>>,
+    report: &mut dyn Report,
+) -> Result<(), Refusal<E>> {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    for u in unsplit {
+        let set = managed.get(u.cluster());
+        let hit = u.names().into_iter().find(|n| {
+            let Ok(name) = Name::from_sacctmgr(n, NameKind::Account) else { return false };
+            set.is_some_and(|s| s.contains(&name)) || d.scope.manages_account(&name, std::iter::empty())
+        });
+        match hit {
+            Some(n) => errors.push(u.diagnostic(
+                true,
+                &format!(
+                    "it may belong to the managed account `{n}`; rename the object in slurmdbd (a name without `|`)"
+                ),
+            )),
+            None => warnings.push(u.diagnostic(false, "outside the managed scope: left as it is")),
+        }
+    }
+    report.warnings(Stage::Unsplit, warnings);
+    if errors.is_empty() { Ok(()) } else { Err(Refusal::Unsplit(errors)) }
+}
+
+/// Managed objects: every managed account and its user associations (the base of the
+/// mass-delete limit).
+fn managed_objects(current: &State, managed: &BTreeMap<Name, BTreeSet<Name>>) -> usize {
+    managed
+        .iter()
+        .map(|(c, accts)| {
+            let users = current
+                .clusters
+                .get(c)
+                .map(|cs| accts.iter().map(|a| cs.users_of_account(a).count()).sum())
+                .unwrap_or(0);
+            accts.len() + users
+        })
+        .sum()
+}
+
+/// The most deletes a plan may hold without `--allow-mass-delete`: 20, or 10% of the managed
+/// objects when that is more (docs/decisions.md).
+pub fn mass_delete_limit(managed: usize) -> usize {
+    std::cmp::max(20, managed / 10)
+}
+
+/// Refuse plans that delete more than [`mass_delete_limit`]; when allowed, record lint SP005.
+/// An account's own associations go with it: a deleted account counts once.
+fn mass_delete_guard<E>(plan: &mut Plan, managed: usize, allow: bool) -> Result<(), Refusal<E>> {
+    let deleted_accounts: BTreeSet<(&Name, &Name)> = plan
+        .changes
+        .iter()
+        .filter_map(|c| match &c.change {
+            Change::AccountDelete { cluster, name, .. } => Some((cluster, name)),
+            _ => None,
+        })
+        .collect();
+    let deletes = plan
+        .changes
+        .iter()
+        .filter(|c| match &c.change {
+            Change::UserDelete { cluster, key, .. } => !deleted_accounts.contains(&(cluster, &key.account)),
+            _ => c.action == Action::Delete,
+        })
+        .count();
+    let limit = mass_delete_limit(managed);
+    if deletes > limit && !allow {
+        return Err(Refusal::MassDelete { deletes, limit, managed });
+    }
+    if deletes > limit {
+        plan.lints.push(plan::lints::mass_delete_lint(deletes, limit, managed));
+    }
+    Ok(())
+}
