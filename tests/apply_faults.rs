@@ -1106,7 +1106,7 @@ fn a_user_without_a_runtime_directory_is_asked_for_a_lock_dir() {
 /// `a_load_naming_an_existing_user_is_refused_on_the_bed`), which no command of the plan says.
 #[test]
 fn an_edited_load_step_naming_an_existing_user_is_refused() {
-    use slurmplan::sacctmgr::load::{LoadRow, LoadUser};
+    use slurmplan::sacctmgr::load_file::{LoadRow, LoadUser};
     let site = Site::new();
     let users: Vec<String> = (0..12).map(|i| format!("nu{i}")).collect();
     let text = std::fs::read_to_string(DESIRED).unwrap().replacen(

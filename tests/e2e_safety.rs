@@ -430,7 +430,7 @@ fn sacctmgr_reads_where_and_set_as_words_on_the_bed() {
 #[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_safety -- --ignored"]
 fn a_load_naming_an_existing_user_is_refused_on_the_bed() {
     use slurmplan::sacctmgr::command::Command as SCommand;
-    use slurmplan::sacctmgr::load::{LoadRow, LoadUser};
+    use slurmplan::sacctmgr::load_file::{LoadRow, LoadUser};
     testbed();
     let cluster = new_cluster("lx");
     let tag = format!("lx{}", std::process::id() % 10000);

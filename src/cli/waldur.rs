@@ -249,7 +249,7 @@ fn fetch_replacing(access: &Arc<Access>, api: &ApiArgs, target: &Path, quiet: bo
         let _ = staged.abandon();
         return Err(f.cause(kept));
     }
-    if let Err(mut d) = waldur::load_export(staged.path()) {
+    if let Err(mut d) = waldur::load_pages(staged.path()) {
         if let Some(sig) = stop.received() {
             return Err(stopped(sig, &staged).cause(kept));
         }
@@ -333,7 +333,7 @@ fn build(s: &Settings, a: BuildArgs) -> Outcome {
             }
         }
     };
-    let export = waldur::load_export(&dir).map_err(|mut d| {
+    let export = waldur::load_pages(&dir).map_err(|mut d| {
         relabel(&mut d);
         let f = failed(&mut d, |n| format!("{source} has {n} error(s); nothing was written"));
         if a.from_api && a.keep_export.is_none() {

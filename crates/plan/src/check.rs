@@ -213,7 +213,7 @@ fn check_one(c: &Command, p: &mut impl FnMut(String)) {
         }
         // A load is checked as the commands it stands for, and for what its file cannot carry.
         Command::Load { cluster, accounts, users } => {
-            slurmplan_sacctmgr::load::problems(cluster, accounts, users).into_iter().for_each(&mut *p);
+            slurmplan_sacctmgr::load_file::problems(cluster, accounts, users).into_iter().for_each(&mut *p);
             c.split_accounts().iter().for_each(|sub| check_one(sub, p));
         }
     }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use slurmplan_model::{ClusterState, Name, State, UserKey};
 use slurmplan_rules::RuleModel;
 use slurmplan_sacctmgr::command::{AssocSet, Command};
-use slurmplan_sacctmgr::load::{self, LoadAccount, LoadRow, LoadUser};
+use slurmplan_sacctmgr::load_file::{self, LoadAccount, LoadRow, LoadUser};
 
 /// Fewer new associations than this are created with batched commands: a load's output and
 /// fixed cost do not pay for a handful of objects, and small plans stay easy to read.
@@ -54,7 +54,7 @@ fn account_txn_bytes(cname: &Name, a: &LoadAccount, lineage: usize) -> usize {
         + 2 * a.name.as_str().len()
         + a.parent.as_str().len()
         + lineage
-        + load::account_line(a).len()
+        + load_file::account_line(a).len()
 }
 
 /// An upper bound of the txn bytes of new user `u`: its user row, and per association a row with
@@ -73,7 +73,7 @@ fn user_txn_bytes(cname: &Name, u: &LoadUser, lineage: &dyn Fn(&Name) -> usize) 
                 + lineage(&r.account)
                 + user
                 + 3
-                + load::user_line(u, r).len()
+                + load_file::user_line(u, r).len()
         })
         .sum();
     TXN_ROW_BYTES + user + rows
@@ -165,7 +165,7 @@ fn new_accounts(
             organization: record.organization.unwrap_or(org_default),
             set: AssocSet::from_assoc(want),
         };
-        if !load::problems(cname, std::slice::from_ref(&account), &[]).is_empty() {
+        if !load_file::problems(cname, std::slice::from_ref(&account), &[]).is_empty() {
             continue;
         }
         let lineage = lineage_bytes(d, n);
@@ -216,7 +216,7 @@ fn new_users(
             load_rows.push(LoadRow { account: k.account.clone(), set: AssocSet::from_assoc(a) });
         }
         let u = LoadUser { name: user.clone(), default_account: default_account.clone(), rows: load_rows };
-        if !load::problems(cname, &[], std::slice::from_ref(&u)).is_empty() {
+        if !load_file::problems(cname, &[], std::slice::from_ref(&u)).is_empty() {
             continue;
         }
         // every row's account is one of `accounts` (checked above)
@@ -391,7 +391,7 @@ mod tests {
         let l = loads_of(&p);
         assert_eq!(l.len(), 2);
         for (a, u) in &l {
-            assert!(load::size(a, u) <= LOAD_CHUNK_ASSOCS);
+            assert!(load_file::size(a, u) <= LOAD_CHUNK_ASSOCS);
         }
         assert_eq!(l.iter().map(|(_, u)| u.len()).sum::<usize>(), 3_000);
         // the plan still replays on the model and ends in the desired state (make_plan checked
@@ -438,7 +438,7 @@ mod tests {
             .iter()
             .map(|(c, _)| match c {
                 Command::Load { accounts, users, .. } => (
-                    load::size(accounts, users),
+                    load_file::size(accounts, users),
                     accounts.iter().map(|a| account_txn_bytes(cname, a, lineage(&a.name))).sum::<usize>()
                         + users.iter().map(|u| user_txn_bytes(cname, u, lineage)).sum::<usize>(),
                 ),
@@ -479,7 +479,7 @@ mod tests {
                 .collect()
         };
         let users = mk_users();
-        let (n_accounts, n_assocs) = (accounts.len(), load::size(&accounts, &users));
+        let (n_accounts, n_assocs) = (accounts.len(), load_file::size(&accounts, &users));
         // as deep as 32 levels of 64-byte names
         let lineage = |_: &Name| 32 * 65 + 1;
         let steps = chunks_of(&cname, accounts, users, &lineage);
@@ -504,7 +504,7 @@ mod tests {
             seen_accounts += accounts.len();
             assert!(users.is_empty() || seen_accounts == n_accounts);
             // the rendered file is never larger than what its txn estimate allows
-            assert!(load::render(&cname, accounts, users).len() <= LOAD_CHUNK_TXN_BYTES);
+            assert!(load_file::write(&cname, accounts, users).len() <= LOAD_CHUNK_TXN_BYTES);
         }
     }
 

@@ -119,7 +119,7 @@ impl RuleModel {
             // A load creates what its lines say, as the commands that do the same one by one
             // (`load::expand`); a value it cannot carry is refused, as `plan::check` does.
             Command::Load { cluster, accounts, users } => {
-                let problems = slurmplan_sacctmgr::load::problems(cluster, accounts, users);
+                let problems = slurmplan_sacctmgr::load_file::problems(cluster, accounts, users);
                 if let Some(p) = problems.first() {
                     return err(p.clone());
                 }
@@ -145,7 +145,7 @@ impl RuleModel {
                         ));
                     }
                 }
-                for c in slurmplan_sacctmgr::load::expand(cluster, accounts, users) {
+                for c in slurmplan_sacctmgr::load_file::expand(cluster, accounts, users) {
                     self.apply(&c)?;
                 }
             }

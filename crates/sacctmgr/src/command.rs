@@ -422,11 +422,11 @@ pub enum Command {
         account: Name,
     },
     /// New accounts and new users in one `sacctmgr load` of a flat file fed on stdin
-    /// (`sacctmgr::load`: the file's text, and what it does as other commands).
+    /// (`sacctmgr::load_file`: the file's text, and what it does as other commands).
     Load {
         cluster: Name,
-        accounts: Vec<super::load::LoadAccount>,
-        users: Vec<super::load::LoadUser>,
+        accounts: Vec<super::load_file::LoadAccount>,
+        users: Vec<super::load_file::LoadUser>,
     },
 }
 
@@ -578,7 +578,7 @@ impl Command {
             }
             Command::Load { cluster, .. } => {
                 push("load");
-                push(super::load::STDIN_FILE);
+                push(super::load_file::STDIN_FILE);
                 push(&format!("cluster={cluster}"));
             }
         }
@@ -588,7 +588,7 @@ impl Command {
     /// What sacctmgr reads on stdin for this command (the flat file of a load; else nothing).
     pub fn stdin(&self) -> Option<String> {
         match self {
-            Command::Load { cluster, accounts, users } => Some(super::load::render(cluster, accounts, users)),
+            Command::Load { cluster, accounts, users } => Some(super::load_file::write(cluster, accounts, users)),
             _ => None,
         }
     }
@@ -656,7 +656,7 @@ impl Command {
                     })
                     .collect()
             }
-            Command::Load { cluster, accounts, users } => super::load::expand(cluster, accounts, users),
+            Command::Load { cluster, accounts, users } => super::load_file::expand(cluster, accounts, users),
             _ => vec![self.clone()],
         }
     }

@@ -4,7 +4,7 @@
 
 pub mod command;
 pub mod live;
-pub mod load;
+pub mod load_file;
 pub mod parse;
 pub mod quote;
 pub mod reads;

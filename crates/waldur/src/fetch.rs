@@ -1,4 +1,4 @@
-//! Fetches the Waldur export (`export.rs` layout) straight from the REST API with the offering's
+//! Fetches the Waldur export (the layout [`crate::pages`] reads) straight from the REST API with the offering's
 //! URL and token from the site agent's config, the three lists the SLURM agent reads:
 //!
 //! - `GET /api/marketplace-provider-resources/?offering_uuid=U&state=OK&state=Erred&state=Updating`
@@ -34,8 +34,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use super::export::LIVE_STATES;
-use super::export::norm_uuid;
+pub use super::pages::LIVE_STATES;
+use super::pages::norm_uuid;
 
 /// The API token of the agent config. Shown as `<redacted>` by Debug and Display; not Clone.
 pub struct Token(String);

@@ -4,7 +4,7 @@
 //! - [`config`]: reads the agent config, picks one SLURM offering, and checks every
 //!   `backend_settings` / `backend_components` key the agent only warns about (errors here, all
 //!   at once, each with its key path such as `offerings[0].backend_settings.customer_prefix`).
-//! - [`export`]: reads a directory of JSON responses of the Waldur REST API (resources, each
+//! - [`pages`]: reads a directory of JSON responses of the Waldur REST API (resources, each
 //!   resource's team, offering users; several pages concatenated).
 //! - [`build`]: turns both into the desired YAML, implementing the SLURM plugin's behaviours
 //!   (hierarchy, naming, policies, QoS levers, limits, partitions); see `docs/waldur.md`.
@@ -19,12 +19,12 @@
 
 pub mod build;
 pub mod config;
-pub mod export;
 pub mod fetch;
+pub mod pages;
 
 pub use build::{BuildOptions, Built, build};
 pub use config::{Policy, Settings, load_config};
-pub use export::{Export, load_export};
+pub use pages::{Pages, load_pages};
 
 #[cfg(test)]
 mod tests;

@@ -23,7 +23,7 @@ fn build_variant(name: &str) -> Built {
     let path = data().join("configs").join(format!("{name}.yaml"));
     let text = std::fs::read_to_string(&path).unwrap();
     let (s, _) = load_config(&path, &text, None).unwrap_or_else(|d| panic!("{name}: {d:#?}"));
-    let ex = load_export(&data().join("site1/export")).unwrap();
+    let ex = load_pages(&data().join("site1/export")).unwrap();
     build(&s, &ex, &BuildOptions { cluster: Some("rocket".into()) }).unwrap_or_else(|d| panic!("{name}: {d:#?}"))
 }
 
@@ -224,7 +224,7 @@ fn export_errors_name_file_position_resource_and_field() {
         ("resources-2.json", "[\n  {\"uuid\": \"bb\",\n   \"state\": \"OK\" oops}]"),
         ("offering-users.json", "{\"detail\": \"Invalid token.\"}"),
     ]);
-    let e = load_export(d.path()).unwrap_err();
+    let e = load_pages(d.path()).unwrap_err();
     let text: Vec<String> = e.iter().map(|d| d.to_string()).collect();
     let all = text.join("\n");
     assert!(all.contains("resources-2.json:3:"), "{all}");
@@ -243,7 +243,7 @@ fn a_live_resource_without_a_team_file_is_an_error() {
         ),
         ("offering-users.json", "[]"),
     ]);
-    let ex = load_export(d.path()).unwrap();
+    let ex = load_pages(d.path()).unwrap();
     let (s, _) = config("offerings:\n- {name: a, backend_type: slurm, backend_settings: {default_account: d, root_account: top, customer_prefix: c_, project_prefix: p_, allocation_prefix: a_, cluster_name: k}}\n").unwrap();
     let e = build(&s, &ex, &BuildOptions::default()).unwrap_err();
     assert!(e[0].message.contains("has no team file"), "{e:?}");
@@ -252,7 +252,7 @@ fn a_live_resource_without_a_team_file_is_an_error() {
 #[test]
 fn zero_live_resources_still_build_and_missing_cluster_fails_clearly() {
     let d = export_dir(&[("resources.json", "[]"), ("offering-users.json", "[]")]);
-    let ex = load_export(d.path()).unwrap();
+    let ex = load_pages(d.path()).unwrap();
     let (s, _) = config("offerings:\n- {name: a, backend_type: slurm, backend_settings: {default_account: d, root_account: top, customer_prefix: c_, project_prefix: p_, allocation_prefix: a_}}\n").unwrap();
     let e = build(&s, &ex, &BuildOptions::default()).unwrap_err();
     assert!(e[0].message.contains("cluster_name` is not set"), "{e:?}");
@@ -264,7 +264,7 @@ fn zero_live_resources_still_build_and_missing_cluster_fails_clearly() {
 #[test]
 fn common_policy_with_root_as_default_account_is_refused() {
     let d = export_dir(&[("resources.json", "[]"), ("offering-users.json", "[]")]);
-    let ex = load_export(d.path()).unwrap();
+    let ex = load_pages(d.path()).unwrap();
     let (s, _) = config("offerings:\n- {name: a, backend_type: slurm, backend_settings: {default_account: root, customer_prefix: c_, project_prefix: p_, allocation_prefix: a_, cluster_name: k}}\n").unwrap();
     let e = build(&s, &ex, &BuildOptions::default()).unwrap_err();
     assert!(e.iter().any(|d| d.code == "waldur-default-root"), "{e:?}");
@@ -285,7 +285,7 @@ fn duplicate_account_names_warn_and_keep_the_first() {
         (&format!("team-{u1}.json"), "[]"),
         (&format!("team-{u2}.json"), "[]"),
     ]);
-    let ex = load_export(d.path()).unwrap();
+    let ex = load_pages(d.path()).unwrap();
     let (s, _) = config("offerings:\n- {name: a, backend_type: slurm, backend_settings: {default_account: d, root_account: top, customer_prefix: c_, project_prefix: p_, allocation_prefix: a_, cluster_name: k, default_account_policy: none}}\n").unwrap();
     let b = build(&s, &ex, &BuildOptions::default()).unwrap();
     assert_eq!(b.allocations, 1);
@@ -316,7 +316,7 @@ fn one_resource(limits: &str, team: &str) -> (tempfile::TempDir, Settings) {
 fn missing_or_null_limits_are_errors_naming_the_resource_and_empty_limits_an_info() {
     for limits in ["", r#","limits":null"#] {
         let (d, _) = one_resource(limits, "[]");
-        let e = load_export(d.path()).unwrap_err();
+        let e = load_pages(d.path()).unwrap_err();
         assert!(
             e.iter()
                 .any(|d| d.code == "export-missing-limits" && d.message.contains("0123456789abcdef0123456789abcdef")),
@@ -324,7 +324,7 @@ fn missing_or_null_limits_are_errors_naming_the_resource_and_empty_limits_an_inf
         );
     }
     let (d, s) = one_resource(r#","limits":{}"#, "[]");
-    let b = build(&s, &load_export(d.path()).unwrap(), &BuildOptions::default()).unwrap();
+    let b = build(&s, &load_pages(d.path()).unwrap(), &BuildOptions::default()).unwrap();
     assert!(b.infos.iter().any(|i| i.contains("has no limits (`{}`)") && i.contains("a_x")), "{:?}", b.infos);
     assert!(!b.yaml.contains("grp_tres_mins"));
 }
@@ -332,7 +332,7 @@ fn missing_or_null_limits_are_errors_naming_the_resource_and_empty_limits_an_inf
 #[test]
 fn limits_that_round_to_zero_are_errors_and_zero_limits_warnings() {
     let (d, s) = one_resource(r#","limits":{"cpu":1e-7,"mem":0}"#, "[]");
-    let e = build(&s, &load_export(d.path()).unwrap(), &BuildOptions::default()).unwrap_err();
+    let e = build(&s, &load_pages(d.path()).unwrap(), &BuildOptions::default()).unwrap_err();
     assert!(
         e.iter().any(|d| d.is_error() && d.code == "waldur-limit-rounds-to-zero" && d.message.contains("`cpu`")),
         "{e:#?}"
@@ -342,7 +342,7 @@ fn limits_that_round_to_zero_are_errors_and_zero_limits_warnings() {
         "{e:#?}"
     );
     let (d, s) = one_resource(r#","limits":{"cpu":2,"mem":0}"#, "[]");
-    let b = build(&s, &load_export(d.path()).unwrap(), &BuildOptions::default()).unwrap();
+    let b = build(&s, &load_pages(d.path()).unwrap(), &BuildOptions::default()).unwrap();
     assert!(b.yaml.contains("grp_tres_mins: {cpu: 120000, mem: 0}"), "{}", b.yaml);
     assert!(b.warnings.iter().any(|w| w.code == "waldur-zero-limit"), "{:#?}", b.warnings);
 }
@@ -352,7 +352,7 @@ fn common_with_default_partition_declares_the_default_association_there_as_the_a
     let team = r#"[{"url":"u","uuid":"aa","username":"al@x","full_name":"Al","role":"PROJECT.MEMBER","expiration_time":null,"offering_user_username":"al","offering_user_state":"OK"},
                   {"url":"u","uuid":"bb","username":"nn@x","full_name":"No Name","role":"PROJECT.MEMBER","expiration_time":null,"offering_user_username":null,"offering_user_state":null}]"#;
     let (d, s) = one_resource(r#","limits":{"cpu":1}"#, team);
-    let b = build(&s, &load_export(d.path()).unwrap(), &BuildOptions::default()).unwrap();
+    let b = build(&s, &load_pages(d.path()).unwrap(), &BuildOptions::default()).unwrap();
     let c = desired::load_str(Path::new("x.yaml"), &b.yaml).unwrap();
     let k = &c.clusters[&slurmplan_model::Name::from_static("k")];
     let keys: Vec<String> = k.users.keys().map(|u| format!("{}@{}:{:?}", u.user, u.account, u.partition)).collect();

@@ -25,7 +25,7 @@ use slurmplan_diff::{Action, Change};
 use slurmplan_model::fingerprint::{ClusterScope, Scope};
 use slurmplan_model::{AccountRecord, Assoc, Fairshare, Name, Qos, QosList, UserKey};
 use slurmplan_sacctmgr::command::{AssocSet, Command, QosSet, Scalar, TresLimit};
-use slurmplan_sacctmgr::load::{LoadAccount, LoadRow, LoadUser};
+use slurmplan_sacctmgr::load_file::{LoadAccount, LoadRow, LoadUser};
 
 type Names<'a> = Cow<'a, [Name]>;
 type TresSet<'a> = Cow<'a, BTreeMap<String, Option<u64>>>;

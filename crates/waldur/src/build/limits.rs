@@ -6,7 +6,7 @@
 //! unknown component is collected for one warning per component, a bad value is an error).
 
 use super::{Acc, B, QosOut, Tree, round, text};
-use crate::export::Resource;
+use crate::pages::Resource;
 use slurmplan_diag::Diagnostic;
 use slurmplan_model::names::Name;
 use slurmplan_model::values::Tres;

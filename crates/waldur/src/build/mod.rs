@@ -4,7 +4,7 @@
 //! [`build`] runs the stages in order, one file each: [`scope`] (cluster, managed scope, the
 //! tier above the allocations), [`tiers`] (a resource's allocation, project and customer
 //! accounts), [`limits`] (GrpTRESMins and the QoS / pause levers), [`users`] (team members and
-//! the DefaultAccount policy), then [`render`] writes the YAML. The stages fill one [`Tree`];
+//! the DefaultAccount policy), then [`yaml`] writes the YAML. The stages fill one [`Tree`];
 //! every problem goes to the one diagnostics list of [`B`], sorted once at the end.
 //!
 //! Output is deterministic (sorted, no timestamps) and always loadable by `desired::load_str`.
@@ -12,15 +12,15 @@
 //! ([`Settings`] has none).
 
 mod limits;
-mod render;
 mod scope;
 mod tiers;
 mod users;
+mod yaml;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::{Policy, Settings};
-use super::export::{Export, Resource};
+use super::pages::{Pages, Resource};
 use scope::Scope;
 use slurmplan_diag::{self as diag, Diagnostic, Location};
 use slurmplan_model::names::{self, Name, NameKind};
@@ -155,7 +155,7 @@ fn round(v: f64) -> Option<u64> {
 /// Runs the stages in their fixed order (the order of messages that are not sorted, `infos`,
 /// follows it); no stage is skipped because an earlier one found errors, so every problem is
 /// reported at once. Nothing is rendered when there is an error.
-pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Vec<Diagnostic>> {
+pub fn build(s: &Settings, ex: &Pages, opts: &BuildOptions) -> Result<Built, Vec<Diagnostic>> {
     let mut b = B { s, bs: format!("offerings[{}].backend_settings", s.index), diags: Vec::new(), infos: Vec::new() };
     let scope = b.scope(opts);
     let ou_states = users::offering_user_states(ex);
@@ -173,8 +173,8 @@ pub fn build(s: &Settings, ex: &Export, opts: &BuildOptions) -> Result<Built, Ve
         return Err(b.diags);
     }
     let cluster = scope.cluster.clone().expect("cluster is set when there is no error");
-    let counts = render::Counts { resources: ex.resources.len(), live: live.len() };
-    let (yaml, users) = render::render(s, &scope, &t, &defaults, &cluster, counts);
+    let counts = yaml::Counts { resources: ex.resources.len(), live: live.len() };
+    let (yaml, users) = yaml::write(s, &scope, &t, &defaults, &cluster, counts);
     diag::sort(&mut b.diags);
     Ok(Built {
         yaml,
@@ -195,7 +195,7 @@ impl B<'_> {
         &mut self,
         t: &mut Tree,
         scope: &Scope,
-        ex: &Export,
+        ex: &Pages,
         ou_states: &BTreeMap<&str, Vec<&str>>,
         r: &Resource,
     ) {

@@ -5,7 +5,7 @@
 //! and users are known), or declare anything for a resource it skips.
 
 use super::{Acc, B, Scope, Tree, text};
-use crate::export::Resource;
+use crate::pages::Resource;
 use slurmplan_model::names::{Name, root};
 
 impl B<'_> {

@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 
 use super::{Acc, B, Policy, Settings, Tree, usable_state};
-use crate::export::{Export, Resource, norm_uuid};
+use crate::pages::{Pages, Resource, norm_uuid};
 use slurmplan_diag::{Diagnostic, Location};
 use slurmplan_model::names::{Name, NameKind, root};
 
 /// Offering users: username -> the states of its offering users.
-pub(super) fn offering_user_states(ex: &Export) -> BTreeMap<&str, Vec<&str>> {
+pub(super) fn offering_user_states(ex: &Pages) -> BTreeMap<&str, Vec<&str>> {
     let mut ou_states: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for u in &ex.offering_users {
         if let Some(n) = &u.username {
@@ -30,7 +30,7 @@ impl B<'_> {
     pub(super) fn members(
         &mut self,
         t: &mut Tree,
-        ex: &Export,
+        ex: &Pages,
         ou_states: &BTreeMap<&str, Vec<&str>>,
         r: &Resource,
         alloc: &Name,

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use slurmplan_model::Fairshare;
 use slurmplan_sacctmgr::command::{AssocSet, Scalar, TresLimit};
-use slurmplan_sacctmgr::load::{LoadAccount, LoadUser};
+use slurmplan_sacctmgr::load_file::{LoadAccount, LoadUser};
 
 const ASSOC_HEADER: &str = "     Share   GrpTRESMins GrpTRESRunMin       GrpTRES GrpJobs GrpJobsAccrue  GrpMem GrpNodes GrpSubmit     GrpWall   MaxTRESMins       MaxTRES MaxTRESPerNode MaxJobs MaxSubmit MaxNodes     MaxWall                  QOS   Def QOS \n";
 const ASSOC_RULE: &str = "--------- ------------- ------------- ------------- ------- ------------- ------- -------- --------- ----------- ------------- ------------- -------------- ------- --------- -------- ----------- -------------------- --------- \n";
@@ -146,7 +146,7 @@ mod tests {
     fn load_output_matches_real_sacctmgr() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/load");
         let input = std::fs::read_to_string(dir.join("input.cfg")).unwrap();
-        let (cluster, accounts, users) = slurmplan_sacctmgr::load::parse(&input).unwrap();
+        let (cluster, accounts, users) = slurmplan_sacctmgr::load_file::parse(&input).unwrap();
         let ours = success(cluster.as_str(), &accounts, &users);
         for v in ["22", "24"] {
             let real = std::fs::read_to_string(dir.join(format!("{v}.ok.stdout"))).unwrap();

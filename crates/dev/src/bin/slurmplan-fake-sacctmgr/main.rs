@@ -389,7 +389,7 @@ fn inheriting_users(c: &ClusterState, cluster: &Name, top: &Name, fields: &[&str
 fn load_from_stdin(argv: &[String]) -> Result<Command, String> {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| e.to_string())?;
-    let (cluster, accounts, users) = slurmplan_sacctmgr::load::parse(&text)?;
+    let (cluster, accounts, users) = slurmplan_sacctmgr::load_file::parse(&text)?;
     let cmd = Command::Load { cluster, accounts, users };
     if cmd.argv()[1..] != argv[1..] {
         return Err(format!("argv does not match the file's cluster: {:?}", cmd.argv()));

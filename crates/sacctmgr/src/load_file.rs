@@ -1,6 +1,6 @@
 //! The `sacctmgr load` step: new accounts and new users written as sacctmgr's flat file, fed on
 //! standard input (`sacctmgr -i load file=/dev/stdin cluster=C`), with the exact text it
-//! produces ([`render`]), its inverse ([`parse`], for the fake sacctmgr and checks), and what it
+//! produces ([`write`]), its inverse ([`parse`], for the fake sacctmgr and checks), and what it
 //! does in terms of the other commands ([`expand`], for the rules model and `--no-batch`).
 //!
 //! Only creation is ever expressed here: accounts that do not exist anywhere, and users with no
@@ -47,7 +47,7 @@ pub fn safe(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| (b == b' ' || b.is_ascii_graphic()) && !b"'\"#\\".contains(&b))
 }
 
-/// Every value of the step that load cannot carry (empty when it can be rendered): every name
+/// Every value of the step that load cannot carry (empty when it can be written): every name
 /// the file holds (cluster, parents, accounts, users, QoS and DefaultQOS) and every free text.
 pub fn problems(cluster: &Name, accounts: &[LoadAccount], users: &[LoadUser]) -> Vec<String> {
     let mut out = Vec::new();
@@ -149,7 +149,7 @@ fn options(set: &AssocSet) -> Result<String, String> {
 /// The flat file for `cluster`: accounts in the given order (each parent exists or comes
 /// earlier), then the users' rows grouped by account. Panics on a value [`problems`] reports:
 /// the planner and `apply`'s checks never pass one.
-pub fn render(cluster: &Name, accounts: &[LoadAccount], users: &[LoadUser]) -> String {
+pub fn write(cluster: &Name, accounts: &[LoadAccount], users: &[LoadUser]) -> String {
     let mut s = format!("Cluster - '{cluster}'\n");
     let mut parent: Option<&Name> = None;
     for a in accounts {
@@ -179,13 +179,13 @@ pub fn render(cluster: &Name, accounts: &[LoadAccount], users: &[LoadUser]) -> S
 
 /// The `Account -` line of `a` in the file, with its newline.
 pub fn account_line(a: &LoadAccount) -> String {
-    let opts = options(&a.set).expect("checked by load::problems");
+    let opts = options(&a.set).expect("checked by load_file::problems");
     format!("Account - '{}':Description='{}':Organization='{}'{opts}\n", a.name, a.description, a.organization)
 }
 
 /// The `User -` line of row `r` of `u` in the file, with its newline.
 pub fn user_line(u: &LoadUser, r: &LoadRow) -> String {
-    let opts = options(&r.set).expect("checked by load::problems");
+    let opts = options(&r.set).expect("checked by load_file::problems");
     format!("User - '{}':DefaultAccount='{}'{opts}\n", u.name, u.default_account)
 }
 
@@ -244,7 +244,7 @@ fn parse_options(opts: &[&str]) -> Result<(AssocSet, Vec<(String, String)>), Str
     Ok((set, rest))
 }
 
-/// The inverse of [`render`]: cluster, accounts and users of a flat file as slurmplan writes
+/// The inverse of [`write`]: cluster, accounts and users of a flat file as slurmplan writes
 /// it. Anything else is an error.
 pub fn parse(text: &str) -> Result<(Name, Vec<LoadAccount>, Vec<LoadUser>), String> {
     let (mut cluster, mut parent) = (None, None::<Name>);
@@ -367,10 +367,10 @@ mod tests {
     }
 
     #[test]
-    fn render_writes_every_value_and_parse_reads_it_back() {
+    fn write_writes_every_value_and_parse_reads_it_back() {
         let (c, a, u) = sample();
         assert!(problems(&c, &a, &u).is_empty());
-        let text = render(&c, &a, &u);
+        let text = write(&c, &a, &u);
         assert_eq!(
             text,
             "Cluster - 'c1'\nParent - 'root'\nAccount - 'proj':Description='a b: c=d, e;f|g':Organization='org'\n\

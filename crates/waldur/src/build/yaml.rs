@@ -20,7 +20,7 @@ pub(super) struct Counts {
 
 /// The YAML, and how many distinct users it declares associations for. Precondition: no
 /// stage reported an error (the cluster is known).
-pub(super) fn render(
+pub(super) fn write(
     s: &Settings,
     scope: &Scope,
     t: &Tree,

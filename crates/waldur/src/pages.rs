@@ -73,7 +73,7 @@ pub struct OfferingUser {
 
 /// The whole export.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Export {
+pub struct Pages {
     pub dir: PathBuf,
     /// In file order, pages concatenated.
     pub resources: Vec<Resource>,
@@ -263,7 +263,7 @@ fn team_uuid(file_name: &str) -> Option<String> {
 }
 
 /// Load every export file of `dir`. `Err` holds every error.
-pub fn load_export(dir: &Path) -> Result<Export, Vec<Diagnostic>> {
+pub fn load_pages(dir: &Path) -> Result<Pages, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -278,7 +278,7 @@ pub fn load_export(dir: &Path) -> Result<Export, Vec<Diagnostic>> {
     let mut names: Vec<String> =
         entries.filter_map(|e| e.ok()).filter_map(|e| e.file_name().to_str().map(str::to_string)).collect();
     names.sort();
-    let mut ex = Export { dir: dir.to_path_buf(), ..Default::default() };
+    let mut ex = Pages { dir: dir.to_path_buf(), ..Default::default() };
     let mut seen_resources = false;
     let mut seen_users = false;
     for name in &names {
