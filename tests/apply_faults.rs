@@ -172,8 +172,10 @@ fn failure_at_step_k_of_m_then_resume() {
     let r = site.apply_with(&[("FAKE_SACCTMGR_FAIL_AT", "3")], &[]);
     assert_eq!(r.code, 3, "{r:?}");
     assert!(r.stderr.contains(&format!("applied {} of {m}; failed at step {k}", k - 1)), "{}", r.stderr);
-    let all = site.journal();
-    // each step: `started` before it runs, `finished` after
+    let mut all = site.journal();
+    // first the `apply` line naming the before file (for `undo`), then each step: `started`
+    // before it runs, `finished` after
+    assert_eq!(all.remove(0)["event"], "apply");
     assert!(
         all.chunks(2)
             .all(|p| p[0]["event"] == "started" && p[1]["event"] == "finished" && p[0]["step"] == p[1]["step"]),
@@ -1246,4 +1248,53 @@ fn agent_config_is_read_once_per_run() {
     let runs = std::fs::read_to_string(&runs).unwrap().lines().count();
     assert!(runs > 2, "sacctmgr ran for the reads, the steps and the verification ({runs} runs): {r:?}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "offerings: [\n", "the config was broken by the first run");
+}
+
+/// Every apply saves what it is about to change (0600, named in its journal); `undo` of an
+/// apply stopped at step 3 plans back steps 1-2 (step 3 may have run), and applying that plan
+/// leaves the fake's site as it was before, object for object; a second undo then has nothing
+/// left to take back. (The fake is the model: this is the plumbing; tests/undo_real.rs holds
+/// undo to real slurmdbd.)
+#[test]
+fn undo_takes_back_a_stopped_apply() {
+    use std::os::unix::fs::PermissionsExt;
+    let site = Site::new();
+    let before = snapshot::load(&site.state()).unwrap();
+    let (plan, _) = site.plan_file();
+    let j = site.path("apply.jsonl");
+    let r = site.slurmplan(
+        &["apply", plan.to_str().unwrap(), "--journal", j.to_str().unwrap()],
+        &[("FAKE_SACCTMGR_NOOP_AT", "3")],
+    );
+    assert_eq!(r.code, 3, "{r:?}");
+    let line: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&j).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(line["event"], "apply", "{line}");
+    let saved = PathBuf::from(line["before"].as_str().unwrap());
+    assert_eq!(std::fs::metadata(&saved).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(r.stderr.contains(&format!("`slurmplan undo {}`", j.display())), "{}", r.stderr);
+    assert_ne!(snapshot::load(&site.state()).unwrap(), before, "steps 1-2 ran");
+
+    let u = site.path("undo.json");
+    let r = site.slurmplan(&["undo", j.to_str().unwrap(), "-o", u.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("this undo takes back steps 1-3 of"), "{}", r.stdout);
+    let r = site.slurmplan(&["apply", u.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let after = snapshot::load(&site.state()).unwrap();
+    let left: Vec<String> = slurmplan::diff::diff(&before, &after).iter().map(|c| c.address()).collect();
+    assert!(left.is_empty(), "{left:?}");
+    // the undo's own apply wrote another journal; the first one has nothing left to take back
+    let r = site.slurmplan(&["undo", j.to_str().unwrap(), "--detailed-exitcode"], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    // a journal without an apply line, or a missing before file, is a clear error
+    let bare = site.path("bare.jsonl");
+    std::fs::write(&bare, "{\"event\":\"started\",\"step\":1}\n").unwrap();
+    let r = site.slurmplan(&["undo", bare.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("records no apply"), "{}", r.stderr);
+    std::fs::remove_file(&saved).unwrap();
+    let r = site.slurmplan(&["undo", j.to_str().unwrap()], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("cannot read the before file"), "{}", r.stderr);
 }

@@ -5,6 +5,7 @@
 //! converge. No test bed needed. Must not edit or drop a fixture to make it pass: a fixture is
 //! what real slurmdbd did, and the model must match it.
 
+mod common;
 mod differential;
 
 use differential::{fixtures_dir, gen_case, replay_fixture};

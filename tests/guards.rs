@@ -250,8 +250,16 @@ fn lints_in_text_and_json_are_stable() {
     let lints = &r.stdout[r.stdout.find("Lints (docs/lints.md):").expect("a lints section")..];
     insta::assert_snapshot!("site_a_lints", lints);
     let v = json(&slurmplan(&["plan", "--state", s(&st), "-d", s(&d), "--format", "json"]));
-    assert_eq!(lint_codes(&v), ["SP001", "SP002", "SP004"]);
-    let l = &v["lints"][0];
+    assert_eq!(lint_codes(&v), ["SP006", "SP001", "SP002", "SP004"]);
+    // SP006 once for the plan, at the first step that deletes an association
+    let usage = &v["lints"][0];
+    assert_eq!(
+        (&usage["name"], &usage["severity"], &usage["address"]),
+        (&"delete-loses-usage".into(), &"info".into(), &"plan".into())
+    );
+    let first = usage["step"].as_u64().unwrap() as usize;
+    assert!(v["steps"][first - 1]["argv"].as_array().unwrap().iter().any(|a| a == "delete"), "{v:#}");
+    let l = &v["lints"][1];
     assert_eq!(l["name"], "delete-account-with-users");
     assert_eq!(l["severity"], "warning");
     assert_eq!(l["address"], "account.rocket.hpc_a_old");

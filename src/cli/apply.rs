@@ -234,12 +234,39 @@ fn execute(
         Failure::new(format!("cannot create journal `{}`", journal_path.display())).cause(e.to_string())
     })?;
     eprintln!("journal: {}", journal_path.display());
+    save_before(&mut journal, &plan, &current)?;
     locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
     let result = run_steps(s, a, &r, &plan, &current, &mut journal, &locks);
     // Every end that reaches here is a clean one (a failed step, a signal, a verification
     // result): the lock files stop naming this journal. A kill leaves them naming it.
     locks.release();
     result
+}
+
+/// Before the first step: save what the plan may change, as it is now, beside the journal and
+/// name it in the journal's `apply` line (`slurmplan undo JOURNAL` reads both). Nothing runs
+/// when it cannot be saved.
+fn save_before(journal: &mut Journal, plan: &Plan, current: &slurmplan::model::State) -> Result<(), Failure> {
+    let stamp = format!("{}-{}", apply::rfc3339(SystemTime::now()).replace(':', ""), std::process::id());
+    let path = apply::before::path_for(&journal.path, &stamp);
+    let path = std::path::absolute(&path).unwrap_or(path);
+    let saved = plan::undo::Before::capture(current, plan);
+    apply::before::write(&path, plan, &saved).map_err(|e| {
+        Failure::new(format!("cannot save what the apply changes to `{}`; nothing was run", path.display()))
+            .cause(e.to_string())
+    })?;
+    journal
+        .event(&serde_json::json!({
+            "event": "apply", "steps": plan.steps.len(), "before": path.to_string_lossy(),
+            "time": apply::rfc3339(SystemTime::now()),
+        }))
+        .map_err(|e| Failure::new(format!("cannot write journal `{}`", journal.path.display())).cause(e.to_string()))?;
+    eprintln!(
+        "saved what it changes to {}; `slurmplan undo {}` plans taking it back",
+        path.display(),
+        journal.path.display()
+    );
+    Ok(())
 }
 
 fn run_steps(
@@ -285,8 +312,9 @@ fn run_steps(
         }
         return Err(fail
             .hint(format!(
-                "{}; the journal is {}; `slurmplan plan` shows the remaining work",
+                "{}; the journal is {}; `slurmplan plan` shows the remaining work, `slurmplan undo {}` plans taking back what ran",
                 f.hint,
+                journal_path.display(),
                 journal_path.display()
             ))
             .code(code));
@@ -299,7 +327,11 @@ fn run_steps(
             report.applied,
             report.total
         ))
-        .hint(format!("the journal is {}; `slurmplan plan` shows the remaining work", journal_path.display()))
+        .hint(format!(
+            "the journal is {}; `slurmplan plan` shows the remaining work, `slurmplan undo {}` plans taking back what ran",
+            journal_path.display(),
+            journal_path.display()
+        ))
         .code(EXIT_PARTIAL));
     }
     eprintln!("applied {} of {} steps.", report.applied, report.total);

@@ -83,6 +83,8 @@ pub enum Cmd {
     Plan(PlanArgs),
     /// Run a saved plan (or plan from -d, show it, and ask), then verify the result
     Apply(ApplyArgs),
+    /// Plan taking back what an apply changed (from its journal), to review and apply like any plan
+    Undo(super::undo::UndoArgs),
     /// Show a saved plan file
     Show(ShowArgs),
     /// Check a desired-state file (and, with --state, resolve it against a snapshot)

@@ -21,6 +21,7 @@ mod settings;
 mod show;
 mod state;
 mod timings;
+mod undo;
 mod validate;
 mod waldur;
 
@@ -102,6 +103,7 @@ fn run(cli: Cli) -> Outcome {
         Cmd::Dump(a) => dump::run(&s, a),
         Cmd::Plan(a) => plan::run(&s, a),
         Cmd::Apply(a) => apply::run(&s, a),
+        Cmd::Undo(a) => undo::run(&s, a),
         Cmd::Show(a) => show::run(&s, a),
         Cmd::Validate(a) => validate::run(a),
         Cmd::Drift(a) => drift::run(&s, a),

@@ -4,7 +4,8 @@
 //!
 //! Shared by `tests/differential_real.rs` (seeds, plans and applies cases on a real test bed)
 //! and `tests/differential_fixtures.rs` (replays saved failures against the model, no bed).
-//! This module never runs sacctmgr: it builds argv lists and reads/writes fixture files.
+//! This module never runs sacctmgr: it builds argv lists and reads/writes fixture files; its
+//! `bed` submodule is the side that runs them on a real bed (with `tests/undo_real.rs`).
 //!
 //! A case is a seed plus three lists that shrinking removes elements from: the `base` site
 //! (accounts with their users and record text, QoS, account records), `mess` (writes a real
@@ -14,6 +15,8 @@
 //! accepts and none that changes nothing. The same seed always makes the same case.
 
 #![allow(dead_code)]
+
+pub mod bed;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -3,6 +3,7 @@
 //! provides (the cli draws it). This module never prints, never exits, and never builds a
 //! command: it runs `step.argv` as stored in the plan.
 
+pub mod before;
 pub mod check;
 pub mod journal;
 pub mod lock;

@@ -10,6 +10,7 @@ pub mod file;
 pub mod lints;
 pub mod onboard;
 pub mod target;
+pub mod undo;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -8,6 +8,7 @@
 //! | SP003 | reparent-changes-inherited-qos | after a move, an account inheriting QoS gets another effective list |
 //! | SP004 | qos-swap-moves-user-defaults | a QoS swap step changes user associations' effective DefaultQOS |
 //! | SP005 | mass-delete | the mass-deletion guard was overridden with `--allow-mass-delete` |
+//! | SP006 | delete-loses-usage | associations are deleted: their usage goes with them, for good |
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -48,6 +49,7 @@ pub const SP002: (&str, &str) = ("SP002", "delete-default-account");
 pub const SP003: (&str, &str) = ("SP003", "reparent-changes-inherited-qos");
 pub const SP004: (&str, &str) = ("SP004", "qos-swap-moves-user-defaults");
 pub const SP005: (&str, &str) = ("SP005", "mass-delete");
+pub const SP006: (&str, &str) = ("SP006", "delete-loses-usage");
 
 impl Lint {
     pub fn new(id: (&str, &str), severity: Severity, address: String, step: Option<usize>, message: String) -> Lint {
@@ -56,7 +58,7 @@ impl Lint {
 }
 
 /// `a, b, c and 4 more`
-pub(crate) fn list<T: std::fmt::Display>(items: &[T]) -> String {
+pub fn list<T: std::fmt::Display>(items: &[T]) -> String {
     const MAX: usize = 5;
     let shown: Vec<String> = items.iter().take(MAX).map(|i| i.to_string()).collect();
     let mut s = shown.join(", ");
@@ -114,7 +116,34 @@ pub fn lint(current: &State, desired: &State, changes: &[Change], steps: &[Step]
             _ => {}
         }
     }
+    usage_lint(changes, steps, &mut out);
     out
+}
+
+/// SP006, once per plan: the associations it deletes (an account's own and its users') lose
+/// their usage in slurmdbd (RawUsage, fairshare history); nothing brings it back, an undo
+/// re-creates them empty. Points at the first step that deletes one.
+fn usage_lint(changes: &[Change], steps: &[Step], out: &mut Vec<Lint>) {
+    let deleted: Vec<String> = changes
+        .iter()
+        .filter(|c| matches!(c, Change::AccountDelete { .. } | Change::UserDelete { .. }))
+        .map(Change::address)
+        .collect();
+    if deleted.is_empty() {
+        return;
+    }
+    let step = steps.iter().find(|s| matches!(s.phase, Phase::AccountDelete | Phase::UserRemove)).map(|s| s.number);
+    out.push(Lint::new(
+        SP006,
+        Severity::Info,
+        "plan".into(),
+        step,
+        format!(
+            "{} association(s) are deleted with their usage (RawUsage, fairshare history), which slurmdbd does not keep: re-creating them (`slurmplan undo` too) brings them back empty: {}",
+            deleted.len(),
+            list(&deleted)
+        ),
+    ));
 }
 
 /// cluster -> account -> users whose DefaultAccount it is.

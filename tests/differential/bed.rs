@@ -1,0 +1,147 @@
+//! The bed side of the differential harness: a real slurmdbd reached through its sacctmgr
+//! (argv, `-i` on writes, `cluster=` where a command takes one, a timeout), its state read back
+//! live, and the clean-up of a case's objects. Shared by `tests/differential_real.rs` and
+//! `tests/undo_real.rs`; the generator and invariants (the parent module) never run sacctmgr.
+//! Must not take the model's word for anything: what it returns is what slurmdbd reads back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::common::testbed::{sacctmgr_path, testbed};
+use slurmplan::model::State;
+use slurmplan::sacctmgr::live;
+use slurmplan::sacctmgr::parse::RawReads;
+use slurmplan::sacctmgr::runner::ProcessRunner;
+use slurmplan::sacctmgr::transport::{Output, Transport};
+
+pub struct Bed {
+    pub runner: ProcessRunner,
+    pub version: String,
+}
+
+impl Bed {
+    pub fn v2205(&self) -> bool {
+        self.version.starts_with("22.05")
+    }
+
+    pub fn run(&self, args: &[String]) -> Output {
+        let mut v = vec!["-i".to_string()];
+        v.extend_from_slice(args);
+        self.runner.run(&v, None).expect("run sacctmgr")
+    }
+
+    pub fn read(&self) -> Result<(RawReads, State), String> {
+        let (raw, state, unsplit) =
+            live::read_consistent(&self.runner, live::Keep::Text, |_, _| {}).map_err(|e| match e {
+                live::ReadError::Live(e) => e.to_string(),
+                live::ReadError::Unparsable { diags, .. } => {
+                    format!(
+                        "the real state does not parse: {}",
+                        diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
+                    )
+                }
+            })?;
+        if let Some(u) = unsplit.first() {
+            return Err(format!("the real state has rows that cannot be split: {}", u.diagnostic(true, "").message));
+        }
+        Ok((raw, state))
+    }
+}
+
+pub fn bed() -> Bed {
+    testbed();
+    let runner = ProcessRunner::new(PathBuf::from(sacctmgr_path()), Vec::new(), Duration::from_secs(60));
+    let version = live::version(&runner)
+        .unwrap_or_else(|e| panic!("SLURMPLAN_TESTBED is set but sacctmgr does not answer: {e}"))
+        .expect("a Slurm version from sacctmgr -V");
+    Bed { runner, version }
+}
+
+/// The shell command that repeats one seed on a fresh bed of this version.
+/// Did a seeding write succeed (exit 0, no error text, not a no-op)?
+pub fn seeded(o: &Output) -> bool {
+    let text = format!("{}\n{}", o.stdout, o.stderr).to_ascii_lowercase();
+    o.code == Some(0)
+        && !o.timed_out
+        && !text.contains("error")
+        && !text.contains("nothing")
+        && !text.contains("don't have access")
+}
+
+pub fn output_text(o: &Output) -> String {
+    format!("exit {:?}\n{}{}", o.code, o.stdout, o.stderr)
+}
+
+/// Rows of a `-n -P` read (an ad hoc one, so through the process runner's own argv, not the
+/// transport's fixed reads); a failure is exit not 0, a timeout, or `error` on stderr.
+pub fn rows(bed: &Bed, args: &[&str]) -> Result<Vec<Vec<String>>, String> {
+    let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let o = bed.runner.capture(&argv, None).map_err(|e| e.to_string())?;
+    if o.timed_out || o.code != Some(0) || o.stderr.to_ascii_lowercase().contains("error") {
+        return Err(format!("`{}` failed: {}", bed.runner.argv(&argv).join(" "), output_text(&o)));
+    }
+    let out = o.stdout;
+    Ok(out.lines().filter(|l| !l.is_empty()).map(|l| l.split('|').map(str::to_string).collect()).collect())
+}
+
+/// Delete everything whose name starts with `prefix`: users first, then accounts children
+/// first (per cluster), then account records, then QoS. Reads with its own plain reads, not
+/// the parser: a case may leave a state the parser refuses.
+pub fn cleanup(bed: &Bed, prefix: &str) -> Result<(), String> {
+    let ours = |n: &str| n.starts_with(prefix);
+    let assoc = |bed: &Bed| rows(bed, &["-n", "-P", "show", "assoc", "format=Cluster,Account,User,ParentName"]);
+    // The case's users exist only for the case: removed everywhere at once (22.05 refuses
+    // `delete user where name=U cluster=C` for a user with several accounts there).
+    let users: BTreeSet<String> = assoc(bed)?.into_iter().map(|r| r[2].clone()).filter(|u| ours(u)).collect();
+    if !users.is_empty() {
+        let names = users.into_iter().collect::<Vec<_>>().join(",");
+        bed.run(&["delete".into(), "user".into(), "where".into(), format!("name={names}")]);
+    }
+    // cluster -> account -> parent
+    let mut trees: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for r in assoc(bed)? {
+        if r[2].is_empty() {
+            trees.entry(r[0].clone()).or_default().insert(r[1].clone(), r[3].clone());
+        }
+    }
+    for (cname, tree) in &trees {
+        let depth = |a: &String| {
+            let (mut a, mut d) = (a.clone(), 0);
+            while let Some(p) = tree.get(&a).filter(|p| !p.is_empty()) {
+                a = p.clone();
+                d += 1;
+            }
+            d
+        };
+        let mut by_depth: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for a in tree.keys().filter(|a| ours(a)) {
+            by_depth.entry(depth(a)).or_default().push(a.clone());
+        }
+        for (_, names) in by_depth.into_iter().rev() {
+            let w = format!("name={}", names.join(","));
+            bed.run(&["delete".into(), "account".into(), "where".into(), w, format!("cluster={cname}")]);
+        }
+    }
+    // account records left without associations (on no cluster any more)
+    let records: Vec<String> = rows(bed, &["-n", "-P", "show", "account", "format=Account"])?
+        .into_iter()
+        .map(|r| r[0].clone())
+        .filter(|a| ours(a))
+        .collect();
+    if !records.is_empty() {
+        bed.run(&["delete".into(), "account".into(), "where".into(), format!("name={}", records.join(","))]);
+    }
+    let qos: Vec<String> = rows(bed, &["-n", "-P", "show", "qos", "format=Name"])?
+        .into_iter()
+        .map(|r| r[0].clone())
+        .filter(|q| ours(q))
+        .collect();
+    if !qos.is_empty() {
+        bed.run(&["delete".into(), "qos".into(), "where".into(), format!("name={}", qos.join(","))]);
+    }
+    let left = assoc(bed)?.iter().any(|r| ours(&r[1]) || ours(&r[2]))
+        || rows(bed, &["-n", "-P", "show", "account", "format=Account"])?.iter().any(|r| ours(&r[0]))
+        || rows(bed, &["-n", "-P", "show", "qos", "format=Name"])?.iter().any(|r| ours(&r[0]));
+    if left { Err(format!("objects named `{prefix}*` are left after clean-up")) } else { Ok(()) }
+}
