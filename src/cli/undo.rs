@@ -91,11 +91,17 @@ pub fn run(s: &Settings, a: UndoArgs) -> Outcome {
             )
         });
     }
-    for c in &r.cannot {
-        p.warnings.push(if c.starts_with("default_account.") {
-            format!("`{c}` cannot be taken back: the user had no DefaultAccount before the apply, and slurmdbd cannot unset one")
-        } else {
-            format!("`{c}` cannot be taken back: no plan brings it back as it was")
+    for (c, why) in &r.cannot {
+        p.warnings.push(match why {
+            undo::Why::NoUnset => format!(
+                "`{c}` cannot be taken back: the user had no DefaultAccount before the apply, and slurmdbd cannot unset one"
+            ),
+            undo::Why::Dependent => format!(
+                "`{c}` changes too, though the apply did not change it: taking the apply back would leave it breaking a rule slurmdbd enforces (as it did before the apply), so it gets the repair `slurmplan doctor` makes"
+            ),
+            undo::Why::Repaired => format!(
+                "`{c}` cannot be taken back as it was: before the apply it broke a rule slurmdbd enforces (a DefaultQOS outside its QoS list, or a DefaultAccount without its association); it comes back repaired as `slurmplan doctor` repairs"
+            ),
         });
     }
     let empty: Vec<String> = p

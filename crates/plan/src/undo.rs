@@ -330,11 +330,24 @@ pub struct Restore {
     /// Addresses put back as they were before the apply (sorted).
     pub restored: Vec<String>,
     pub conflicts: Vec<Conflict>,
-    /// Addresses the apply changed that no plan can take back (sorted): a DefaultAccount the
-    /// user did not have before (slurmdbd cannot unset one while the user has associations).
-    pub cannot: Vec<String>,
+    /// Addresses the apply changed that come back otherwise than they were (sorted), and why.
+    pub cannot: Vec<(String, Why)>,
     /// Accounts (per cluster) whose objects the undo touches: the plan's fingerprint scope.
     pub managed: BTreeMap<Name, BTreeSet<Name>>,
+}
+
+/// Why an object the apply changed does not come back exactly as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// It broke a rule slurmdbd enforces (a DefaultQOS outside its QoS list, a DefaultAccount
+    /// without its association): it comes back repaired by `doctor`'s rule, which is what a
+    /// plan can make.
+    Repaired,
+    /// The user had associations and no DefaultAccount: slurmdbd cannot unset one.
+    NoUnset,
+    /// The apply did not change it, but it broke a rule before the apply, and taking the
+    /// apply back would make it break that rule again: it gets `doctor`'s repair.
+    Dependent,
 }
 
 /// Why there is no undo.
@@ -414,8 +427,13 @@ pub fn restore(now: &State, before: &Before, plan: &Plan, ran: Ran, force: &[Str
     let since_maybe = left_maybe.as_ref().map(|m| differences(m, now));
     let mut conflicts = Vec::new();
     let mut targets: BTreeSet<String> = BTreeSet::new();
-    // what differs between now and before the apply: all an undo can take back
-    let back: BTreeSet<String> = differences(now, &start).into_keys().collect();
+    // What the undo brings back: the state before the apply, where it broke a rule slurmdbd
+    // enforces (22.05 lets some writes through that leave one broken) repaired by doctor's rule,
+    // since no plan can make a broken state.
+    let fixed = slurmplan_doctor::repair(&start, None).state;
+    let repaired = differences(&start, &fixed);
+    // what differs between now and that: all an undo can take back
+    let back: BTreeSet<String> = differences(now, &fixed).into_keys().collect();
     for f in force {
         if !back.contains(f) {
             return Err(UndoError::NotForceable(f.clone()));
@@ -436,15 +454,29 @@ pub fn restore(now: &State, before: &Before, plan: &Plan, ran: Ran, force: &[Str
     }
     targets.extend(force.iter().cloned());
     let targets: Vec<String> = targets.into_iter().collect();
-    let partial = super::target::partial_desired(now, &start, &targets)?;
-    let extra: Vec<String> = partial.selected.iter().filter(|a| !targets.contains(a)).cloned().collect();
-    if !extra.is_empty() {
-        return Err(UndoError::Needs(extra));
+    let partial = super::target::partial_desired(now, &fixed, &targets)?;
+    // What taking the targets back needs besides them: an object the apply did not change is
+    // changed only when, left as it is, it would break a rule (its repair); anything else stops.
+    let (also, needs): (Vec<String>, Vec<String>) = partial
+        .selected
+        .iter()
+        .filter(|a| targets.binary_search(a).is_err())
+        .cloned()
+        .partition(|a| repaired.contains_key(a) && !unforced.contains(a.as_str()));
+    if !needs.is_empty() {
+        return Err(UndoError::Needs(needs));
     }
-    // targets the planner cannot bring back (a user who had associations and no DefaultAccount:
-    // slurmdbd has no command that unsets one)
-    let cannot: Vec<String> =
-        differences(&partial.state, &start).into_keys().filter(|a| targets.binary_search(a).is_ok()).collect();
+    // targets that do not come back as they were: repaired, or a DefaultAccount the user did
+    // not have (no command unsets one while the user has associations)
+    let cannot: Vec<(String, Why)> = differences(&partial.state, &start)
+        .into_keys()
+        .filter(|a| touched.contains(a) && !unforced.contains(a.as_str()))
+        .map(|a| {
+            let why = if repaired.contains_key(&a) { Why::Repaired } else { Why::NoUnset };
+            (a, why)
+        })
+        .chain(also.into_iter().map(|a| (a, Why::Dependent)))
+        .collect();
     let mut managed: BTreeMap<Name, BTreeSet<Name>> = BTreeMap::new();
     for ch in diff::diff(now, &partial.state) {
         let (cluster, accounts): (Option<&Name>, Vec<&Name>) = match &ch {
