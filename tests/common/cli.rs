@@ -62,7 +62,7 @@ pub fn sh_script(path: &Path, body: &str) -> PathBuf {
 /// package's own binaries for its integration tests (`CARGO_BIN_EXE_*`), not another package's:
 /// these are found beside the test executable (target/<profile>/NAME), where `cargo build` at the
 /// workspace root puts them (the README's test command builds before it tests). Fails, saying
-/// what to build, when the binary is missing or older than a source file of crates/dev or of a
+/// what to build, when the binary is missing or older than its own source in crates/dev or a source file of a
 /// crate it depends on (a stale fake would test old behaviour).
 pub fn dev_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
@@ -83,15 +83,26 @@ pub fn dev_bin(name: &str) -> PathBuf {
         // `slurmplan-X.workspace = true` lines: the crates this one depends on
         crates
             .extend(manifest.lines().filter_map(|l| l.strip_prefix("slurmplan-")?.split('.').next().map(String::from)));
-        if let Some(newer) = newer_than(&dir.join("src"), built) {
+        // in crates/dev only this binary's own sources count (each binary is its own target:
+        // cargo does not relink one when another one's source changes)
+        let src = if c == "dev" {
+            let bin = dir.join("src/bin");
+            if bin.join(name).is_dir() { bin.join(name) } else { bin.join(format!("{name}.rs")) }
+        } else {
+            dir.join("src")
+        };
+        if let Some(newer) = newer_than(&src, built) {
             panic!("{} is older than {}; {build}", bin.display(), newer.display());
         }
     }
     bin
 }
 
-/// A file under `dir` modified after `t`, if any.
+/// A file at or under `dir` modified after `t`, if any.
 fn newer_than(dir: &Path, t: std::time::SystemTime) -> Option<PathBuf> {
+    if dir.is_file() {
+        return std::fs::metadata(dir).and_then(|m| m.modified()).is_ok_and(|m| m > t).then(|| dir.to_path_buf());
+    }
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
