@@ -127,6 +127,15 @@ pub struct PlanArgs {
     pub desired: PathBuf,
     #[command(flatten)]
     pub state: StateArgs,
+    #[command(flatten)]
+    pub out: PlanOutput,
+    #[command(flatten)]
+    pub planning: PlanningArgs,
+}
+
+/// What becomes of a plan once made (`plan`, `undo`): saved, printed, and the exit code.
+#[derive(Args, Debug)]
+pub struct PlanOutput {
     /// Write the plan file (JSON) for `slurmplan apply`
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -136,8 +145,6 @@ pub struct PlanArgs {
     /// Exit 2 when the plan has changes (0 = no changes, 1 = error)
     #[arg(long)]
     pub detailed_exitcode: bool,
-    #[command(flatten)]
-    pub planning: PlanningArgs,
 }
 
 #[derive(Args, Debug)]

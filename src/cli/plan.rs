@@ -5,9 +5,10 @@
 //! pipeline).
 
 use slurmplan::apply::lock::{self, LockDir, LockError};
+use slurmplan::plan::Plan;
 use slurmplan::{pipeline, plan};
 
-use super::args::PlanArgs;
+use super::args::{PlanArgs, PlanOutput};
 use super::planning::build_plan;
 use super::print::{emit, write_atomic};
 use super::settings::Settings;
@@ -34,11 +35,18 @@ pub fn run(s: &Settings, a: PlanArgs) -> Outcome {
     // A one-shot process: freeing a million associations only costs time before exit.
     std::mem::forget(current);
     let mut t = Timings::start(s.timings);
-    if let Some(out) = &a.output {
-        write_atomic(out, &s.plan_json(&plan)?)?;
-        eprintln!("plan saved to {}; apply it with: slurmplan apply {}", out.display(), out.display());
-    }
-    emit(&plan, a.format.into(), s.color)?;
+    let code = finish(s, &plan, &a.out, "plan")?;
     t.mark("render");
-    Ok(if a.detailed_exitcode && !plan.is_empty() { EXIT_CHANGES } else { EXIT_OK })
+    Ok(code)
+}
+
+/// Save `plan` (`-o`, signed when a plan key is set), print it in `--format`, and give the exit
+/// code (2 for changes with `--detailed-exitcode`); `what` names it in the note on stderr.
+pub fn finish(s: &Settings, plan: &Plan, out: &PlanOutput, what: &str) -> Outcome {
+    if let Some(path) = &out.output {
+        write_atomic(path, &s.plan_json(plan)?)?;
+        eprintln!("{what} saved to {}; apply it with: slurmplan apply {}", path.display(), path.display());
+    }
+    emit(plan, out.format.into(), s.color)?;
+    Ok(if out.detailed_exitcode && !plan.is_empty() { EXIT_CHANGES } else { EXIT_OK })
 }

@@ -13,11 +13,10 @@ use slurmplan::apply::before;
 use slurmplan::diff::{Action, Change};
 use slurmplan::plan::{self, undo};
 
-use super::args::{PlanFormat, StateArgs};
-use super::print::{emit, write_atomic};
+use super::args::{PlanOutput, StateArgs};
 use super::settings::Settings;
 use super::state::current_state;
-use super::{EXIT_CHANGES, EXIT_OK, Failure, Outcome};
+use super::{Failure, Outcome};
 
 #[derive(Args, Debug)]
 pub struct UndoArgs {
@@ -25,15 +24,8 @@ pub struct UndoArgs {
     pub journal: PathBuf,
     #[command(flatten)]
     pub state: StateArgs,
-    /// Write the undo plan file (JSON) for `slurmplan apply`
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-    pub format: PlanFormat,
-    /// Exit 2 when the undo plan has changes (0 = nothing to take back, 1 = error)
-    #[arg(long)]
-    pub detailed_exitcode: bool,
+    #[command(flatten)]
+    pub out: PlanOutput,
     /// Take back the object at ADDR even though it changed since the apply (repeatable)
     #[arg(long = "force-undo", value_name = "ADDR")]
     pub force_undo: Vec<String>,
@@ -119,10 +111,5 @@ pub fn run(s: &Settings, a: UndoArgs) -> Outcome {
             plan::lints::list(&empty)
         ));
     }
-    if let Some(out) = &a.output {
-        write_atomic(out, &s.plan_json(&p)?)?;
-        eprintln!("undo plan saved to {}; apply it with: slurmplan apply {}", out.display(), out.display());
-    }
-    emit(&p, a.format.into(), s.color)?;
-    Ok(if a.detailed_exitcode && !p.is_empty() { EXIT_CHANGES } else { EXIT_OK })
+    super::plan::finish(s, &p, &a.out, "undo plan")
 }
