@@ -48,9 +48,30 @@ pub fn write(path: &Path, plan: &Plan, before: &Before) -> std::io::Result<()> {
     f.sync_all()
 }
 
-/// The plan and the saved scope of a before file.
+/// `path` opened for reading if slurmplan may trust it as what an apply of this user wrote: a
+/// regular file (not through a symlink) of this user, with one link, that neither group nor
+/// others may write (an undo plan is made from what it says).
+fn open_own(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::MetadataExt;
+    let file = slurmplan_input::open_regular_nofollow(path).map_err(|e| e.to_string())?;
+    if let Some(why) = super::lock::not_own_file(&file) {
+        return Err(why);
+    }
+    let mode = file.metadata().map_err(|e| e.to_string())?.mode();
+    if mode & 0o022 != 0 {
+        return Err(format!("group or other users may write it (mode {:04o}); an apply writes it 0600", mode & 0o7777));
+    }
+    Ok(file)
+}
+
+/// The plan and the saved scope of a before file (a file [`open_own`] trusts, read bounded).
 pub fn read(path: &Path) -> Result<(Plan, Before), String> {
-    let text = slurmplan_input::read_text(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    open_own(path)?.take(slurmplan_input::MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > slurmplan_input::MAX_BYTES {
+        return Err(format!("it is larger than {} MiB, the most slurmplan reads", slurmplan_input::MAX_BYTES >> 20));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
     let file: File = serde_json::from_str(&text).map_err(|e| format!("it is not a slurmplan before file: {e}"))?;
     if file.slurmplan_before != FORMAT {
         return Err(format!("it has layout {}; this slurmplan reads {FORMAT}", file.slurmplan_before));
@@ -71,10 +92,10 @@ pub struct Applied {
 
 /// The last apply of the journal at `path`: its `apply` line, then the steps that finished
 /// with success one after the other from step 1, and whether the next one started (it failed,
-/// or the apply was killed while it ran). Read without following a symlink, at most
-/// [`super::journal::MAX_JOURNAL_BYTES`].
+/// or the apply was killed while it ran). Only a journal [`open_own`] trusts (it names the
+/// before file), read at most [`super::journal::MAX_JOURNAL_BYTES`].
 pub fn applied(path: &Path) -> Result<Applied, String> {
-    let file = slurmplan_input::open_regular_nofollow(path).map_err(|e| e.to_string())?;
+    let file = open_own(path)?;
     let mut last: Option<Applied> = None;
     for line in std::io::BufReader::new(file.take(super::journal::MAX_JOURNAL_BYTES)).lines() {
         let line = line.map_err(|e| e.to_string())?;
@@ -138,6 +159,10 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&j, &link).unwrap();
         assert!(applied(&link).is_err());
+        // a journal others may write is not trusted (it names the before file)
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&j, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(applied(&j).unwrap_err().contains("may write it (mode 0666)"));
     }
 
     #[test]
@@ -163,6 +188,13 @@ mod tests {
         assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
         assert!(write(&p, &plan, &before).is_err(), "never over an existing file");
         assert_eq!(read(&p).unwrap(), (plan.clone(), before.clone()));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o620)).unwrap();
+        assert!(read(&p).unwrap_err().contains("may write it"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let hard = dir.path().join("hard.json");
+        std::fs::hard_link(&p, &hard).unwrap();
+        assert!(read(&p).unwrap_err().contains("hard links"));
+        std::fs::remove_file(&hard).unwrap();
         let precious = dir.path().join("precious");
         std::fs::write(&precious, "keep").unwrap();
         let link = dir.path().join("link.json");
