@@ -61,6 +61,7 @@ pub enum PlanFormat {
     Diff,
     Table,
     Script,
+    Markdown,
 }
 
 impl From<PlanFormat> for Format {
@@ -71,6 +72,7 @@ impl From<PlanFormat> for Format {
             PlanFormat::Diff => Format::Diff,
             PlanFormat::Table => Format::Table,
             PlanFormat::Script => Format::Script,
+            PlanFormat::Markdown => Format::Markdown,
         }
     }
 }
@@ -215,13 +217,14 @@ mod tests {
     /// exhaustive: a view added to `render` without a value here does not compile).
     #[test]
     fn every_view_has_its_format_value() {
-        for f in [Format::Text, Format::Json, Format::Diff, Format::Table, Format::Script] {
+        for f in [Format::Text, Format::Json, Format::Diff, Format::Table, Format::Script, Format::Markdown] {
             let v = match f {
                 Format::Text => PlanFormat::Text,
                 Format::Json => PlanFormat::Json,
                 Format::Diff => PlanFormat::Diff,
                 Format::Table => PlanFormat::Table,
                 Format::Script => PlanFormat::Script,
+                Format::Markdown => PlanFormat::Markdown,
             };
             assert_eq!(Format::from(v), f);
             let name = v.to_possible_value().unwrap().get_name().to_string();

@@ -1,8 +1,8 @@
 //! Render — read-only views of a [`Plan`] for people and scripts.
 //!
 //! Formats: `text` (Terraform-style), `json` (the plan in the plan file's schema, `plan::file::schema`), `diff` (unified diff of the
-//! objects before/after), `table` (one row per step) and `script` (a POSIX sh script that runs
-//! exactly the plan's argv). What you review is exactly what runs: every view shows the steps'
+//! objects before/after), `table` (one row per step) `script` (a POSIX sh script that runs
+//! exactly the plan's argv) and `markdown` (for merge-request comments). What you review is exactly what runs: every view shows the steps'
 //! argv verbatim, quoted with the one [`sh_quote`] (`sacctmgr::quote`) function.
 //!
 //! This module must not print to stdout or stderr directly, exit, spawn processes, read files
@@ -13,6 +13,7 @@ mod diff;
 pub mod drift;
 mod fields;
 pub mod graph;
+mod markdown;
 mod script;
 mod table;
 mod text;
@@ -34,6 +35,7 @@ pub enum Format {
     Diff,
     Table,
     Script,
+    Markdown,
 }
 
 /// How to render.
@@ -55,6 +57,7 @@ pub fn render(plan: &Plan, format: Format, opts: &Options, out: &mut dyn Write) 
         Format::Diff => diff::render(plan, out),
         Format::Table => table::render(plan, out),
         Format::Script => script::render(plan, out),
+        Format::Markdown => markdown::render(plan, out),
     }
 }
 

@@ -169,10 +169,31 @@ fn script_snapshot() {
 }
 
 #[test]
+fn markdown_snapshot() {
+    insta::assert_snapshot!(rendered(&realistic_plan(), Format::Markdown, false));
+}
+
+/// The markdown view's command block holds every step's argv exactly as the script view runs
+/// it (what the merge request shows is what `apply` runs), inside one collapsed block.
+#[test]
+fn markdown_commands_are_the_steps_argv() {
+    let plan = realistic_plan();
+    let md = rendered(&plan, Format::Markdown, false);
+    for s in &plan.steps {
+        assert!(md.contains(&format!("\n{}", sh_join(&s.argv))), "step {} missing:\n{md}", s.number);
+    }
+    assert_eq!(md.matches("<details>").count(), 1);
+    assert_eq!(md.matches("</details>").count(), 1);
+    assert!(md.starts_with("### slurmplan: Plan: "), "{md}");
+    let empty = rendered(&empty_plan(), Format::Markdown, false);
+    assert!(empty.starts_with("### slurmplan: no changes"), "{empty}");
+}
+
+#[test]
 fn text_without_color_has_no_escape_bytes() {
     let plan = realistic_plan();
     assert!(!rendered(&plan, Format::Text, false).contains('\x1b'));
-    for f in [Format::Json, Format::Diff, Format::Table, Format::Script] {
+    for f in [Format::Json, Format::Diff, Format::Table, Format::Script, Format::Markdown] {
         assert!(!rendered(&plan, f, true).contains('\x1b'), "{f:?} must never be coloured");
     }
 }
