@@ -10,7 +10,9 @@
 //! [`restore`] rebuilds the state before the apply from the current one and the saved scope,
 //! replays the steps that ran on it with the rules model to know what the apply left behind,
 //! and takes back each object the steps changed: unless someone changed it since (a conflict,
-//! left as it is unless forced). Pure: no I/O, no printing; it never builds a step itself.
+//! left as it is unless forced). Where the state before broke a rule slurmdbd enforces (22.05
+//! lets some writes through), an object comes back as `doctor` repairs it, and says so: no plan
+//! can make a broken state. Pure: no I/O, no printing; it never builds a step itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 
