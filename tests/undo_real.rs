@@ -151,7 +151,8 @@ fn run_case(bed: &Bed, seed: u64, mode: Mode, dir: &Path) -> Result<(usize, bool
         return Err(format!("the undo plan does not name the conflict {addr}:\n{}{}", undo.stdout, undo.stderr));
     }
     let steps = std::fs::read_to_string(&undo_file).unwrap().matches("\"argv\"").count();
-    let redo = cli(&["apply", s(&undo_file)], &[]);
+    let redo_journal = dir.join("undo-apply.jsonl");
+    let redo = cli(&["apply", s(&undo_file), "--journal", s(&redo_journal)], &[]);
     if redo.code != 0 {
         return Err(format!(
             "apply of the undo plan: exit {}\n{}{}\n{}",
