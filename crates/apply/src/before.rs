@@ -66,12 +66,8 @@ fn open_own(path: &Path) -> Result<std::fs::File, String> {
 
 /// The plan and the saved scope of a before file (a file [`open_own`] trusts, read bounded).
 pub fn read(path: &Path) -> Result<(Plan, Before), String> {
-    let mut bytes = Vec::new();
-    open_own(path)?.take(slurmplan_input::MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > slurmplan_input::MAX_BYTES {
-        return Err(format!("it is larger than {} MiB, the most slurmplan reads", slurmplan_input::MAX_BYTES >> 20));
-    }
-    let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
+    let bytes = slurmplan_input::read_opened(open_own(path)?).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes).map_err(|_| slurmplan_input::InputError::NotText.to_string())?;
     let file: File = serde_json::from_str(&text).map_err(|e| format!("it is not a slurmplan before file: {e}"))?;
     if file.slurmplan_before != FORMAT {
         return Err(format!("it has layout {}; this slurmplan reads {FORMAT}", file.slurmplan_before));

@@ -97,11 +97,17 @@ fn open_regular(path: &Path, flags: i32) -> Result<(std::fs::File, std::fs::Meta
 
 /// The bytes of the regular file at `path`, at most [`MAX_BYTES`].
 pub fn read(path: &Path) -> Result<Vec<u8>, InputError> {
-    let (file, meta) = open_regular(path, 0)?;
-    if meta.len() > MAX_BYTES {
+    let (file, _) = open_regular(path, 0)?;
+    read_opened(file)
+}
+
+/// The bytes of a regular file the caller opened (and checked), at most [`MAX_BYTES`].
+pub fn read_opened(file: std::fs::File) -> Result<Vec<u8>, InputError> {
+    let len = file.metadata()?.len();
+    if len > MAX_BYTES {
         return Err(InputError::TooLarge);
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let mut bytes = Vec::with_capacity(len as usize);
     file.take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_BYTES {
         return Err(InputError::TooLarge);
