@@ -41,7 +41,7 @@ pub(super) fn reparents(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> 
 
 /// Before moving `name` under `parent`, make sure no association in its subtree ends up with
 /// a DefaultQOS outside its QoS list: first try giving the account its final QoS settings
-/// before the move (when Slurm 22.05 would take that command here, user rows included); else pin its list (old ∪ new) and DefaultQOS, and widen explicit lists
+/// before the move (when Slurm 22.05 would take that command here, user rows included); else pin its list (old ∪ new ∪ its DefaultQOS) and DefaultQOS, and widen explicit lists
 /// below it that would inherit the new parent's DefaultQOS. The QoS phase sets final values.
 fn make_move_safe(
     b: &mut Builder<'_>,
@@ -80,6 +80,12 @@ fn make_move_safe(
         && let Some(newdef) = c.accounts.effective_default_qos(parent.as_str())
     {
         pinned.insert(newdef.clone());
+    }
+    // The pinned DefaultQOS goes in the pinned list: a default already outside the account's
+    // list (Slurm 22.05 lets one through) would otherwise make 22.05 refuse the pin itself
+    // (`rules::RowsCheck` on the account's own row; tests/data/differential/2205-6596436051-plan).
+    if let Some(d) = &own_default {
+        pinned.insert(d.clone());
     }
     let mut set = AssocSet::default();
     if have.qos != QosList::Set(pinned.clone()) {
