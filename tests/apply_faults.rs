@@ -318,8 +318,9 @@ fn nothing_to_do_exits_0() {
     assert_eq!(site.calls(), before);
 }
 
-/// Reading the state live is a fixed set of 6 sacctmgr reads, whatever the size of the site:
-/// the same count on site-a and on a generated site 20 times larger.
+/// Reading the state live is a fixed set of sacctmgr reads, whatever the size of the site: 4,
+/// and 2 per cluster (6 for one cluster): the same count on site-a and on a generated site 20
+/// times larger.
 #[test]
 fn live_read_is_a_fixed_number_of_calls() {
     let reads = |site: &Site, desired: &str| -> usize {
@@ -345,8 +346,8 @@ fn live_read_is_a_fixed_number_of_calls() {
     assert_eq!(reads(&site, big.join("desired.yaml").to_str().unwrap()), 6);
 }
 
-/// The live reads are separate calls: a writer between them leaves them out of step (here a
-/// cluster appears in the association read that the clusters read did not list). slurmplan
+/// The live reads are separate calls: a writer between them leaves them out of step (here an
+/// account appears in the description read that the organization read did not list). slurmplan
 /// reads again, up to 3 times, and says so; after 3 failures it stops with the diagnostics,
 /// and nothing is written. Cron's `drift` stays quiet about a retry that worked.
 #[test]
@@ -357,7 +358,7 @@ fn reads_that_do_not_fit_together_are_taken_again() {
     let r = site.slurmplan(&["plan", "-d", DESIRED], &[("FAKE_SACCTMGR_RACE_READS", "2")]);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(r.stderr.matches("reading again").count(), 2, "{}", r.stderr);
-    assert!(r.stderr.contains("cluster `racing` is not in clusters.txt"), "{}", r.stderr);
+    assert!(r.stderr.contains("account `racing` is not in live:accounts-org.txt"), "{}", r.stderr);
     assert_eq!(reads(&site), 18);
     assert!(r.stdout.contains("will perform the following actions"), "{}", r.stdout);
 
@@ -365,7 +366,7 @@ fn reads_that_do_not_fit_together_are_taken_again() {
     let r = site.apply_with(&[("FAKE_SACCTMGR_RACE_READS", "3")], &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains("did not fit together, 3 times in a row"), "{}", r.stderr);
-    assert!(r.stderr.contains("live:assocs.txt"), "{}", r.stderr);
+    assert!(r.stderr.contains("live:accounts-descr.txt"), "{}", r.stderr);
     assert_eq!(site.calls(), 0, "nothing may be written");
 
     let site = Site::new();
@@ -377,7 +378,7 @@ fn reads_that_do_not_fit_together_are_taken_again() {
     let out = site.path("snap");
     let r = site.slurmplan(&["dump", "-o", out.to_str().unwrap()], &[("FAKE_SACCTMGR_RACE_READS", "1")]);
     assert_eq!(r.code, 0, "{r:?}");
-    assert!(!std::fs::read_to_string(out.join("assocs.txt")).unwrap().contains("racing|"));
+    assert!(!std::fs::read_to_string(out.join("accounts-descr.txt")).unwrap().contains("racing|"));
 }
 
 /// A live read is not cut at any size: a site whose association read prints more than 1 MiB
@@ -449,8 +450,9 @@ fn rows_that_cannot_be_split_fail_only_inside_the_managed_scope() {
     let r = site.slurmplan(&["plan", "-d", DESIRED], &[]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(
-        r.stderr
-            .contains(&format!("live:assocs.txt:{line}: warning[bad-snapshot]: the row `rocket|physics_local|pi|pe|")),
+        r.stderr.contains(&format!(
+            "live:assocs.txt[cluster=rocket]:{line}: warning[bad-snapshot]: the row `rocket|physics_local|pi|pe|"
+        )),
         "{}",
         r.stderr
     );
@@ -459,7 +461,7 @@ fn rows_that_cannot_be_split_fail_only_inside_the_managed_scope() {
     let (site, line) = with_row("hpc_a_lattice");
     let r = site.slurmplan(&["plan", "-d", DESIRED], &[]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.contains(&format!("live:assocs.txt:{line}: error[bad-snapshot]")), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("live:assocs.txt[cluster=rocket]:{line}: error[bad-snapshot]")), "{}", r.stderr);
     assert!(r.stderr.contains("managed account `hpc_a_lattice`"), "{}", r.stderr);
     assert!(r.stderr.contains("nothing was planned"), "{}", r.stderr);
 }

@@ -34,7 +34,12 @@ pub fn read_state(s: &Settings, dir: Option<&Path>, progress: bool) -> Result<(S
         None => {
             let r = s.runner()?;
             if progress {
-                eprintln!("reading current state live ({} sacctmgr reads)...", reads::READS.len());
+                let once = reads::READS.iter().filter(|r| !r.per_cluster).count();
+                let per = reads::READS.len() - once;
+                eprintln!(
+                    "reading current state live ({once} sacctmgr reads, and {per} per cluster, {} at once)...",
+                    live::CLUSTER_READS_AT_ONCE
+                );
             }
             read_live(&r, live::Keep::Parsed, progress).map(|(_, state, unsplit)| (state, unsplit))
         }

@@ -230,7 +230,7 @@ mod tests {
     /// A transport that cannot start sacctmgr, as exec fails with E2BIG on a word past 128 KiB.
     struct TooLong;
     impl Transport for TooLong {
-        fn read(&self, _: &Read, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        fn read(&self, _: &Read, _: Option<&str>, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
             self.run(&[], None)
         }
         fn run(&self, _: &[String], _: Option<&[u8]>) -> Result<Output, RunError> {
@@ -315,7 +315,7 @@ mod tests {
     /// Counts the commands it is asked to run; every one succeeds.
     struct Counting(std::sync::atomic::AtomicUsize);
     impl Transport for Counting {
-        fn read(&self, _: &Read, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        fn read(&self, _: &Read, _: Option<&str>, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
             self.run(&[], None)
         }
         fn run(&self, _args: &[String], _stdin: Option<&[u8]>) -> Result<Output, RunError> {

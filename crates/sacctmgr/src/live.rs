@@ -2,17 +2,17 @@
 //! (whichever one: this module knows no process, prefix or ssh), run concurrently, their output
 //! streamed without a size limit.
 //!
-//! A fixed number of calls (one per read plus the version), independent of the number of
-//! accounts. The association read (the one that grows with the site) is parsed as it arrives
+//! A fixed number of calls (one per read taken once, two per cluster, plus the version),
+//! independent of the number of accounts. The association read (the one that grows with the site) is parsed as it arrives
 //! and its text is kept only when a snapshot is written from it. A failing read is an error
 //! naming the command and sacctmgr's message; nothing is guessed from partial output. No
 //! printing.
 
-use super::parse::{self, AssocStream, RawReads, Source, Unsplit};
+use super::parse::{self, AssocStream, RawReads, Source, StreamedAssocs, Unsplit};
 use super::reads::{self, READS, Read};
 use super::transport::{CAP, Capped, Output, RunError, Transport};
 use slurmplan_diag::Diagnostic;
-use slurmplan_model::State;
+use slurmplan_model::{Name, State};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
@@ -40,12 +40,11 @@ fn message(o: &Output) -> String {
 }
 
 /// Whether `read` failed: not exit 0, timed out, or `error` on stderr.
-fn check(transport: &dyn Transport, read: &Read, o: &Output) -> Result<(), LiveError> {
+fn check(transport: &dyn Transport, read: &Read, cluster: Option<&str>, o: &Output) -> Result<(), LiveError> {
     let failed = o.timed_out || o.code != Some(0) || o.stderr.to_ascii_lowercase().contains("error");
     if failed {
-        let args: Vec<String> = read.args.iter().map(|s| s.to_string()).collect();
         return Err(LiveError::Failed {
-            command: transport.describe(&args).join(" "),
+            command: transport.describe(&read.args_for(cluster)).join(" "),
             status: status(o),
             message: message(o),
         });
@@ -58,9 +57,9 @@ fn check(transport: &dyn Transport, read: &Read, o: &Output) -> Result<(), LiveE
 /// the message when it fails.
 pub fn read_text(transport: &dyn Transport, read: &Read) -> Result<String, LiveError> {
     let mut kept = Capped::new(CAP);
-    let mut o = transport.read(read, &mut |b| kept.push(b))?;
+    let mut o = transport.read(read, None, &mut |b| kept.push(b))?;
     o.stdout = kept.finish();
-    check(transport, read, &o)?;
+    check(transport, read, None, &o)?;
     Ok(o.stdout)
 }
 
@@ -79,14 +78,26 @@ pub enum Keep {
     Text,
 }
 
-/// One read, its output streamed: the association read into an [`AssocStream`] (and its text
-/// only with [`Keep::Text`]), the others into their text.
-fn read_one(transport: &dyn Transport, read: &Read, keep: Keep) -> Result<(Source, Option<AssocStream>), LiveError> {
-    let name = format!("live:{}", read.file);
+/// Per-cluster reads (two per cluster) in flight at once, besides the three reads taken once.
+/// Bounded: each is a sacctmgr process and a slurmdbd connection; a site of twenty clusters
+/// must not start forty.
+pub const CLUSTER_READS_AT_ONCE: usize = 4;
+
+/// What one call brought: its text (always for the small reads; for the association read only
+/// with [`Keep::Text`]) and, for the association read, its rows parsed as they arrived.
+type Taken = (String, Option<AssocStream>);
+
+/// One call, its output streamed: the association read into an [`AssocStream`] named `name`
+/// (and its text only with [`Keep::Text`]), the others into their text.
+fn read_one(transport: &dyn Transport, read: &Read, cluster: Option<&str>, keep: Keep) -> Result<Taken, LiveError> {
+    let mut name = format!("live:{}", read.file);
+    if let Some(c) = cluster {
+        name.push_str(&format!("[cluster={c}]"));
+    }
     let mut text = Vec::new();
     let mut stream = (read.file == reads::ASSOCS).then(|| AssocStream::new(&name, 0));
     let keep_text = stream.is_none() || keep == Keep::Text;
-    let o = transport.read(read, &mut |bytes| {
+    let o = transport.read(read, cluster, &mut |bytes| {
         if let Some(s) = &mut stream {
             s.feed(bytes);
         }
@@ -94,32 +105,95 @@ fn read_one(transport: &dyn Transport, read: &Read, keep: Keep) -> Result<(Sourc
             text.extend_from_slice(bytes);
         }
     })?;
-    check(transport, read, &o)?;
+    check(transport, read, cluster, &o)?;
     let text = match String::from_utf8(text) {
         Ok(t) => t,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    Ok((Source::new(name, text), stream))
+    Ok((text, stream))
 }
 
-/// Run every read, all at once (they are independent: a live read costs about its slowest
-/// call), and parse the association read while it arrives. Sources are named `live:<file>`.
-/// The first failing read (in [`READS`] order) is the error.
-pub fn read_all(transport: &dyn Transport, keep: Keep) -> Result<(RawReads, AssocStream), LiveError> {
-    let results: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> = READS.iter().map(|r| scope.spawn(move || read_one(transport, r, keep))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-    });
-    let mut raw = RawReads::default();
-    let mut assocs = None;
-    for (r, result) in READS.iter().zip(results) {
-        let (src, stream) = result?;
-        if let Some(slot) = raw.source_mut(r.file) {
-            *slot = src;
+/// One call: its read, the cluster it was limited to, what it brought.
+struct Call {
+    read: &'static Read,
+    cluster: Option<Name>,
+    taken: Result<Taken, LiveError>,
+}
+
+/// The calls of the per-cluster reads, [`CLUSTER_READS_AT_ONCE`] at a time, returned in the
+/// order of `jobs`.
+fn read_clusters(transport: &dyn Transport, jobs: &[(&'static Read, Name)], keep: Keep) -> Vec<Call> {
+    use std::sync::{Mutex, atomic::AtomicUsize, atomic::Ordering};
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Call)>> = Mutex::new(Vec::with_capacity(jobs.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..CLUSTER_READS_AT_ONCE.min(jobs.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((read, cluster)) = jobs.get(i) else { break };
+                    let taken = read_one(transport, read, Some(cluster.as_str()), keep);
+                    let call = Call { read, cluster: Some(cluster.clone()), taken };
+                    done.lock().unwrap_or_else(|e| e.into_inner()).push((i, call));
+                }
+            });
         }
-        assocs = assocs.or(stream);
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, c)| c).collect()
+}
+
+/// Run every read: the clusters read first, then the association and DefaultAccount reads of
+/// each cluster it lists (one call per cluster, [`CLUSTER_READS_AT_ONCE`] at a time) while
+/// the reads taken once (accounts, QoS) run beside them; the association reads are parsed as
+/// they arrive. Sources are named `live:<file>` (a per-cluster association read:
+/// `live:assocs.txt[cluster=NAME]`); the texts of per-cluster reads are joined in cluster
+/// order, as one read of every cluster prints them. A clusters read that does not parse leaves
+/// the per-cluster reads untaken (the parse reports it). The first failing read (in [`READS`]
+/// order, clusters in order) is the error.
+pub fn read_all(transport: &dyn Transport, keep: Keep) -> Result<(RawReads, StreamedAssocs), LiveError> {
+    let calls: Vec<Call> = std::thread::scope(|scope| {
+        let once: Vec<_> = READS
+            .iter()
+            .filter(|r| !r.per_cluster && r.file != reads::CLUSTERS)
+            .map(|read| (read, scope.spawn(move || read_one(transport, read, None, keep))))
+            .collect();
+        let clusters_read = reads::read_for(reads::CLUSTERS).expect("READS has the clusters read");
+        let clusters = read_one(transport, clusters_read, None, keep);
+        let names: Vec<Name> = match &clusters {
+            Ok((text, _)) => match parse::parse_clusters(&Source::new("live:clusters.txt", text.clone())) {
+                (set, diags) if diags.is_empty() => set.into_iter().collect(),
+                _ => Vec::new(),
+            },
+            Err(_) => Vec::new(),
+        };
+        let jobs: Vec<(&'static Read, Name)> =
+            READS.iter().filter(|r| r.per_cluster).flat_map(|r| names.iter().map(move |c| (r, c.clone()))).collect();
+        let mut calls = vec![Call { read: clusters_read, cluster: None, taken: clusters }];
+        calls.extend(read_clusters(transport, &jobs, keep));
+        for (read, h) in once {
+            let taken = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            calls.push(Call { read, cluster: None, taken });
+        }
+        calls
+    });
+    let mut calls: Vec<Option<Call>> = calls.into_iter().map(Some).collect();
+    let mut raw = RawReads::default();
+    let mut streams: Vec<(Name, AssocStream)> = Vec::new();
+    for r in READS {
+        let mut text = String::new();
+        for slot in calls.iter_mut().filter(|c| c.as_ref().is_some_and(|c| c.read.file == r.file)) {
+            let Call { cluster, taken, .. } = slot.take().expect("filtered");
+            let (t, stream) = taken?;
+            text.push_str(&t);
+            if let (Some(c), Some(s)) = (cluster, stream) {
+                streams.push((c, s));
+            }
+        }
+        *raw.source_mut(r.file).expect("a snapshot file") = Source::new(format!("live:{}", r.file), text);
     }
-    Ok((raw, assocs.expect("READS has the association read")))
+    Ok((raw, StreamedAssocs::PerCluster(streams)))
 }
 
 /// How many times [`read_consistent`] takes the reads before it gives up.
@@ -183,7 +257,7 @@ mod tests {
     struct Files {
         dir: PathBuf,
         fail: Option<(&'static str, Output)>,
-        asked: std::sync::Mutex<Vec<&'static str>>,
+        asked: std::sync::Mutex<Vec<(&'static str, Option<String>)>>,
     }
 
     fn done(code: Option<i32>, stdout: &str, stderr: &str, timed_out: bool) -> Output {
@@ -191,8 +265,9 @@ mod tests {
     }
 
     impl Transport for Files {
-        fn read(&self, read: &Read, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
-            self.asked.lock().unwrap().push(read.file);
+        fn read(&self, read: &Read, cluster: Option<&str>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+            assert_eq!(cluster.is_some(), read.per_cluster, "{}", read.file);
+            self.asked.lock().unwrap().push((read.file, cluster.map(String::from)));
             if let Some((file, out)) = &self.fail
                 && *file == read.file
             {
@@ -202,7 +277,10 @@ mod tests {
             let text = if read.file == reads::VERSION.file {
                 b"slurm-wlm 22.05.8\n".to_vec()
             } else {
-                std::fs::read(self.dir.join(read.file)).unwrap()
+                let all = std::fs::read_to_string(self.dir.join(read.file)).unwrap();
+                // a per-cluster read prints that cluster's rows (the first cell)
+                let rows = all.lines().filter(|l| cluster.is_none_or(|c| l.split('|').next() == Some(c)));
+                rows.map(|l| format!("{l}\n")).collect::<String>().into_bytes()
             };
             for piece in text.chunks(7) {
                 sink(piece);
@@ -229,21 +307,40 @@ mod tests {
     }
 
     /// The live reader needs nothing of a process: through another transport it takes each
-    /// fixed read once and gets the state the snapshot loader reads from the same files.
+    /// read taken once once and the association reads once per cluster, and gets the state
+    /// the snapshot loader reads from the same files, and those files back byte for byte (a
+    /// real two-cluster snapshot too: per-cluster texts are joined in cluster order).
     #[test]
     fn the_live_reader_takes_the_state_through_any_transport() {
-        let t = files(None);
+        let real_mixed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/snapshots/real-mixed");
+        for dir in [site_a(), real_mixed] {
+            takes_the_state(&dir);
+        }
+    }
+
+    fn takes_the_state(dir: &Path) {
+        let t = Files { dir: dir.to_path_buf(), fail: None, asked: Default::default() };
         assert_eq!(version(&t).unwrap().as_deref(), Some("22.05.8"));
         let (raw, state, unsplit) = read_consistent(&t, Keep::Text, |_, _| panic!("no retry")).unwrap();
         assert!(unsplit.is_empty());
-        assert_eq!(state, crate::snapshot::load(&site_a()).unwrap());
+        assert_eq!(state, crate::snapshot::load(dir).unwrap());
+        // the reads taken once once, the association reads once per cluster
         let mut asked = t.asked.lock().unwrap().clone();
         asked.sort();
-        let mut want: Vec<&str> = READS.iter().map(|r| r.file).chain([reads::VERSION.file]).collect();
+        let clusters: Vec<String> = state.clusters.keys().map(|c| c.to_string()).collect();
+        assert!(!clusters.is_empty());
+        let mut want: Vec<(&str, Option<String>)> = READS
+            .iter()
+            .chain([&reads::VERSION])
+            .flat_map(|r| match r.per_cluster {
+                false => vec![(r.file, None)],
+                true => clusters.iter().map(|c| (r.file, Some(c.clone()))).collect(),
+            })
+            .collect();
         want.sort();
         assert_eq!(asked, want);
         for (file, text) in raw.to_files() {
-            assert_eq!(text.as_bytes(), std::fs::read(site_a().join(file)).unwrap(), "{file}");
+            assert_eq!(text.as_bytes(), std::fs::read(dir.join(file)).unwrap(), "{}: {file}", dir.display());
         }
     }
 

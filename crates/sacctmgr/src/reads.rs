@@ -13,6 +13,9 @@ pub struct Read {
     pub args: &'static [&'static str],
     /// What the read is for, for messages.
     pub what: &'static str,
+    /// Taken once per cluster (`cluster=NAME` appended), not once for all: sacctmgr's cost per
+    /// call grows much faster than its output (docs/performance.md, "Per-cluster reads").
+    pub per_cluster: bool,
 }
 
 impl Read {
@@ -30,6 +33,16 @@ impl Read {
     pub fn argv(&self) -> Vec<String> {
         std::iter::once("sacctmgr").chain(self.args.iter().copied()).map(String::from).collect()
     }
+
+    /// The arguments after the program name for one call: [`Read::args`], then `cluster=NAME`
+    /// for a per-cluster read (a cluster name from the clusters read: a valid name, one word).
+    pub fn args_for(&self, cluster: Option<&str>) -> Vec<String> {
+        let mut v: Vec<String> = self.args.iter().map(|s| s.to_string()).collect();
+        if let Some(c) = cluster {
+            v.push(format!("cluster={c}"));
+        }
+        v
+    }
 }
 
 pub const CLUSTERS: &str = "clusters.txt";
@@ -41,7 +54,12 @@ pub const QOS: &str = "qos.txt";
 
 /// The reads of a snapshot, in the order they are taken.
 pub const READS: &[Read] = &[
-    Read { file: CLUSTERS, args: &["-n", "-P", "show", "cluster", "format=Cluster"], what: "cluster names" },
+    Read {
+        file: CLUSTERS,
+        args: &["-n", "-P", "show", "cluster", "format=Cluster"],
+        what: "cluster names",
+        per_cluster: false,
+    },
     Read {
         file: ASSOCS,
         args: &[
@@ -54,26 +72,31 @@ pub const READS: &[Read] = &[
             "format=Cluster,Account,User,Partition,ParentName,Share,GrpJobs,GrpSubmitJobs,GrpTRES,GrpTRESMins,GrpWall,MaxJobs,MaxSubmitJobs,MaxTRES,MaxTRESMins,MaxWall,QOS,DefaultQOS",
         ],
         what: "associations with the values set on each row (no inheritance, raw QoS)",
+        per_cluster: true,
     },
     Read {
         file: DEFAULTS,
         args: &["-n", "-P", "show", "assoc", "onlydefaults", "format=Cluster,User,Account,Partition"],
         what: "each user's DefaultAccount per cluster (one row per association row marked default)",
+        per_cluster: true,
     },
     Read {
         file: ACCOUNTS_DESCR,
         args: &["-n", "-P", "show", "account", "format=Account,Description"],
         what: "account descriptions",
+        per_cluster: false,
     },
     Read {
         file: ACCOUNTS_ORG,
         args: &["-n", "-P", "show", "account", "format=Account,Organization"],
         what: "account organizations",
+        per_cluster: false,
     },
     Read {
         file: QOS,
         args: &["-n", "-P", "show", "qos", "format=Name,Flags,GrpTRESMins,GrpTRES,GrpSubmitJobs,MaxWall,Description"],
         what: "QoS objects",
+        per_cluster: false,
     },
 ];
 
@@ -84,7 +107,7 @@ pub fn read_for(file: &str) -> Option<&'static Read> {
 
 /// The read that prints the Slurm version (`slurm-wlm 22.05.8`, `slurm 24.11.5`). Not part of
 /// a snapshot's files: its version goes into the manifest.
-pub const VERSION: Read = Read { file: "version.txt", args: &["-V"], what: "the Slurm version" };
+pub const VERSION: Read = Read { file: "version.txt", args: &["-V"], what: "the Slurm version", per_cluster: false };
 
 /// The version from `sacctmgr -V` output: the last word of the first non-empty line, if it
 /// starts with a digit.
@@ -125,5 +148,10 @@ mod tests {
         }
         assert_eq!(read_for(ASSOCS).unwrap().argv()[0], "sacctmgr");
         assert!(read_for(DEFAULTS).unwrap().command_line().starts_with("sacctmgr -n -P show assoc onlydefaults"));
+        // only the two association reads are taken per cluster
+        let per: Vec<_> = READS.iter().filter(|r| r.per_cluster).map(|r| r.file).collect();
+        assert_eq!(per, [ASSOCS, DEFAULTS]);
+        assert_eq!(read_for(ASSOCS).unwrap().args_for(Some("big")).last().unwrap(), "cluster=big");
+        assert_eq!(read_for(QOS).unwrap().args_for(None), read_for(QOS).unwrap().args);
     }
 }

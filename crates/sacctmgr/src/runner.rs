@@ -86,9 +86,8 @@ impl ProcessRunner {
 }
 
 impl Transport for ProcessRunner {
-    fn read(&self, read: &Read, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
-        let args: Vec<String> = read.args.iter().map(|s| s.to_string()).collect();
-        self.stream(&args, sink)
+    fn read(&self, read: &Read, cluster: Option<&str>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        self.stream(&read.args_for(cluster), sink)
     }
 
     fn run(&self, args: &[String], stdin: Option<&[u8]>) -> Result<Output, RunError> {
@@ -319,8 +318,8 @@ mod tests {
         assert!(!alive(pid.trim()));
     }
 
-    /// Through the seam: a read gets exactly its `Read::args` after the program (and the prefix
-    /// before it), streamed; a step gets its args and its stdin; `describe` is the argv that ran.
+    /// Through the seam: a read gets exactly its `Read::args` (and `cluster=NAME` for one
+    /// cluster's read) after the program (and the prefix before it), streamed; a step gets its args and its stdin; `describe` is the argv that ran.
     #[test]
     fn the_transport_runs_reads_and_steps_with_the_argv_it_describes() {
         let dir = tempfile::tempdir().unwrap();
@@ -330,9 +329,9 @@ mod tests {
         let t: &dyn Transport = &r;
         let read = &super::super::reads::READS[1];
         let mut streamed = Vec::new();
-        let o = t.read(read, &mut |b| streamed.extend_from_slice(b)).unwrap();
+        let o = t.read(read, Some("big"), &mut |b| streamed.extend_from_slice(b)).unwrap();
         assert_eq!((o.code, o.stdout.as_str(), o.timed_out), (Some(0), "", false));
-        let words: Vec<String> = read.args.iter().map(|s| s.to_string()).collect();
+        let words: Vec<String> = read.args.iter().map(|s| s.to_string()).chain(["cluster=big".into()]).collect();
         let described = t.describe(&words);
         assert_eq!(described[..2], [wrap.display().to_string(), prog.display().to_string()]);
         assert_eq!(String::from_utf8(streamed).unwrap(), format!("wrap|{}|\n", described[1..].join("|")));

@@ -68,10 +68,11 @@ pub enum RunError {
 /// step's `argv[1..]` exactly as stored in the plan. Every call ends within [`Transport::timeout`]
 /// (then `Output::timed_out` is set and `code` is `None`).
 pub trait Transport: Sync {
-    /// Take one of the fixed reads (`reads::READS`, `reads::VERSION`), handing its stdout (the
-    /// `-n -P` text sacctmgr prints for `read.args`) to `sink` in pieces as it arrives, whatever
+    /// Take one of the fixed reads (`reads::READS`, `reads::VERSION`), of one cluster when
+    /// `cluster` is given (a [`Read::per_cluster`] read), handing its stdout (the `-n -P` text
+    /// sacctmgr prints for `read.args_for(cluster)`) to `sink` in pieces as it arrives, whatever
     /// its size; `Output::stdout` is then empty and stderr is kept up to a cap.
-    fn read(&self, read: &Read, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError>;
+    fn read(&self, read: &Read, cluster: Option<&str>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError>;
     /// Run one plan step: `args` after the program name, `stdin` written to its standard input
     /// (then closed) when given (how a `load file=/dev/stdin` gets its file). stdout and stderr
     /// are kept up to a cap each: they go to journals and messages.

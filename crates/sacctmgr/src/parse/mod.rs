@@ -6,11 +6,11 @@
 //! collected with its file and line, never just the first one. This module must NOT do I/O,
 //! spawn processes, print, or panic on any input.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use slurmplan_diag::{Diagnostic, Location};
-use slurmplan_model::State;
+use slurmplan_model::{Name, State};
 
 use super::reads;
 
@@ -252,7 +252,7 @@ pub fn parse_state_unsplit(raw: &RawReads) -> Result<(State, Vec<Unsplit>), Vec<
     let rows_hint = raw.assocs.text.bytes().filter(|b| *b == b'\n').count() + 1;
     let mut assocs = AssocStream::new(&raw.assocs.name, rows_hint);
     assocs.feed(raw.assocs.text.as_bytes());
-    parse_state_streamed(raw, assocs)
+    parse_state_streamed(raw, StreamedAssocs::All(Box::new(assocs)))
 }
 
 /// `defaults.txt` without its rows of more than three cells (set apart into `unsplit`), and
@@ -276,14 +276,37 @@ fn split_defaults(src: &Source, unsplit: &mut Vec<Unsplit>) -> Option<(Source, V
     Some((Source::new(src.name.clone(), kept), lines))
 }
 
-/// [`parse_state_unsplit`] with the association read already fed to `assocs` (`raw.assocs` is
-/// not looked at): how a live read parses its largest output while it arrives.
-pub fn parse_state_streamed(raw: &RawReads, assocs: AssocStream) -> Result<(State, Vec<Unsplit>), Vec<Diagnostic>> {
+/// The association rows already parsed as they arrived: one stream of every cluster's rows (a
+/// snapshot file), or one stream per cluster (a live read takes one call per cluster).
+pub enum StreamedAssocs {
+    All(Box<AssocStream>),
+    /// Each cluster of the clusters read with the stream of its own read; a stream's rows of
+    /// another cluster are reported as out of step.
+    PerCluster(Vec<(Name, AssocStream)>),
+}
+
+/// [`parse_state_unsplit`] with the association read(s) already fed (`raw.assocs` is not
+/// looked at): how a live read parses its largest output while it arrives.
+pub fn parse_state_streamed(raw: &RawReads, assocs: StreamedAssocs) -> Result<(State, Vec<Unsplit>), Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let mut unsplit = Vec::new();
     let (clusters, d) = parse_clusters(&raw.clusters);
     diags.extend(d);
-    let mut cluster_states = assocs.finish(&clusters, &mut diags, &mut unsplit);
+    let mut cluster_states = match assocs {
+        StreamedAssocs::All(s) => (*s).finish(&clusters, &mut diags, &mut unsplit),
+        StreamedAssocs::PerCluster(streams) => {
+            let mut out = BTreeMap::new();
+            for (name, s) in streams {
+                let one = BTreeSet::from([name]);
+                out.extend(s.finish(&one, &mut diags, &mut unsplit));
+            }
+            // a cluster whose read was not taken (the clusters read did not parse) is empty
+            for c in &clusters {
+                out.entry(c.clone()).or_default();
+            }
+            out
+        }
+    };
     match split_defaults(&raw.defaults, &mut unsplit) {
         None => diags.extend(parse_defaults(&raw.defaults, &mut cluster_states)),
         Some((kept, lines)) => {

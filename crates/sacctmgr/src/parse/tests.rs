@@ -344,7 +344,7 @@ proptest! {
             at = end;
         }
         s.feed(&bytes[at..]);
-        prop_assert_eq!(parse_state_streamed(&r, s), whole);
+        prop_assert_eq!(parse_state_streamed(&r, StreamedAssocs::All(Box::new(s))), whole);
     }
 
     #[test]

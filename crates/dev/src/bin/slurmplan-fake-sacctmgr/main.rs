@@ -2,7 +2,8 @@
 //! `sacctmgr` for fast tests and fault injection, with no slurmdbd behind it.
 //!
 //! State lives in a snapshot directory (`FAKE_SACCTMGR_DIR`, the same files `slurmplan dump`
-//! writes). Reads: an argv equal to one of the snapshot reads prints that file; `-V` prints
+//! writes). Reads: an argv equal to one of the snapshot reads prints that file (with
+//! `cluster=NAME` after a per-cluster read's argv, that cluster's rows); `-V` prints
 //! `slurm-wlm 22.05.8`. Writes: the argv is parsed with `argv::from_argv`, applied with the
 //! simulator, saved back, and answered with sacctmgr 22.05's words (copied from real runs).
 //!
@@ -11,8 +12,8 @@
 //! `FAKE_SACCTMGR_NOOP_AT=K` (` Nothing modified`, exit 1), `FAKE_SACCTMGR_LIE_AT=K` (success
 //! words, nothing changed), `FAKE_SACCTMGR_HANG_AT=K` (sleeps an hour), `FAKE_SACCTMGR_KILL_AT=K`
 //! (SIGKILLs itself), `FAKE_SACCTMGR_DOWN=1` (every call: connection refused, exit 1),
-//! `FAKE_SACCTMGR_RACE_READS=N` (the first N association reads list a cluster the clusters
-//! read does not: a writer between the reads).
+//! `FAKE_SACCTMGR_RACE_READS=N` (the first N account-description reads list an account the
+//! organization read does not: a writer between the reads).
 //! Every argv is appended as one JSON line to `argv.log` in the directory.
 
 use std::fmt::Write as _;
@@ -23,7 +24,7 @@ use slurmplan_model::{ClusterState, Name, QosList, State, Tres};
 use slurmplan_rules::{RuleError, RuleModel};
 use slurmplan_sacctmgr::command::{AssocSet, Command, QosSet, Scalar, TresLimit};
 use slurmplan_sacctmgr::parse::{format_duration, write_state};
-use slurmplan_sacctmgr::reads::{ASSOCS, READS};
+use slurmplan_sacctmgr::reads::{ACCOUNTS_DESCR, READS, Read};
 use slurmplan_sacctmgr::snapshot;
 
 mod argv;
@@ -79,10 +80,10 @@ fn run() -> Reply {
     if rest == ["-V"] || rest == ["--version"] {
         return reply("slurm-wlm 22.05.8\n", "", 0);
     }
-    if let Some(read) = READS.iter().find(|r| r.args.iter().copied().eq(rest.iter().map(String::as_str))) {
+    if let Some((read, cluster)) = which_read(rest) {
         return match std::fs::read_to_string(dir.join(read.file)) {
-            Ok(text) if read.file == ASSOCS && raced(&dir) => reply(with_racing_cluster(text), "", 0),
-            Ok(text) => reply(text, "", 0),
+            Ok(text) if read.file == ACCOUNTS_DESCR && raced(&dir) => reply(with_racing_account(text), "", 0),
+            Ok(text) => reply(of_cluster(text, cluster), "", 0),
             Err(e) => reply("", format!("sacctmgr: error: fake cannot read {}: {e}\n", read.file), 1),
         };
     }
@@ -140,25 +141,46 @@ fn run() -> Reply {
     }
 }
 
-/// `FAKE_SACCTMGR_RACE_READS=N`: the first N association reads (counted in `races`) happen
-/// while another tool is adding a cluster (see [`with_racing_cluster`]).
+/// The snapshot read `rest` is, and the cluster it is limited to: one of the fixed reads'
+/// argv exactly, a per-cluster read with `cluster=NAME` after it.
+fn which_read(rest: &[String]) -> Option<(&'static Read, Option<&str>)> {
+    READS.iter().find_map(|r| {
+        let n = r.args.len();
+        if rest.len() < n || !r.args.iter().copied().eq(rest[..n].iter().map(String::as_str)) {
+            return None;
+        }
+        match &rest[n..] {
+            [] => Some((r, None)),
+            [c] if r.per_cluster => c.strip_prefix("cluster=").map(|c| (r, Some(c))),
+            _ => None,
+        }
+    })
+}
+
+/// A per-cluster read prints only that cluster's rows (their first cell), in file order, as
+/// `sacctmgr show assoc cluster=NAME` does.
+fn of_cluster(text: String, cluster: Option<&str>) -> String {
+    let Some(c) = cluster else { return text };
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if line.strip_prefix(c).is_some_and(|rest| rest.starts_with('|')) {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// `FAKE_SACCTMGR_RACE_READS=N`: the first N account-description reads (counted in `races`)
+/// happen while another tool is adding an account (see [`with_racing_account`]).
 fn raced(dir: &Path) -> bool {
     let Some(n) = env_at("FAKE_SACCTMGR_RACE_READS") else { return false };
     bump(dir, "races") <= n
 }
 
-/// The association rows as read while a cluster `racing` is being added: its root row is
-/// there, but the clusters read (taken before) does not list it.
-fn with_racing_cluster(mut text: String) -> String {
-    let is_root_row = |l: &&str| {
-        let cells: Vec<&str> = l.split('|').collect();
-        cells.get(1) == Some(&"root") && cells.get(2) == Some(&"")
-    };
-    let root_row = text.lines().find(is_root_row).map(|l| {
-        let rest = l.split_once('|').map(|(_, r)| r).unwrap_or("");
-        format!("racing|{rest}\n")
-    });
-    text.push_str(&root_row.unwrap_or_default());
+/// The account descriptions as read while an account `racing` is being added: it is there,
+/// but the organizations read (a separate call) does not list it.
+fn with_racing_account(mut text: String) -> String {
+    text.push_str("racing|racing\n");
     text
 }
 
