@@ -3,10 +3,16 @@
 //! Deterministic for a given seed. Not used by slurmplan itself; must not write outside `--out`.
 //!
 //! usage: slurmplan-gen --out DIR [--accounts N] [--users N] [--assocs N] [--drift F] [--seed S]
-//!                      [--long-names]
+//!                      [--long-names] [--cluster NAME]
 //!
 //! `--long-names` names accounts and users the way many real sites do, past 15 characters
 //! (`hpc_a17-waldur-allocation`, `user17.lastname`), instead of `hpc_a17` and `u17`.
+//! `--cluster NAME` (default `big`) names the one cluster of the snapshot and of both desired
+//! files. Account names depend only on the sizes, and account records (description and
+//! organization, in the snapshot only) are the account's name, so sites generated for several
+//! clusters share accounts without conflicting records and their desired files can be merged
+//! into one `clusters:` map (`bench/multi-cluster.sh`). The seed only draws the drift: with
+//! `--drift 0` the output does not depend on it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -47,6 +53,7 @@ struct Acct {
 fn main() {
     let mut out = None;
     let mut long = false;
+    let mut cluster = String::from("big");
     let (mut accounts, mut users, mut assocs, mut drift, mut seed) =
         (50_000usize, 200_000usize, 1_000_000usize, 0.01f64, 42u64);
     let mut args = std::env::args().skip(1);
@@ -60,6 +67,7 @@ fn main() {
             "--drift" => drift = v().parse().expect("fraction"),
             "--seed" => seed = v().parse().expect("number"),
             "--long-names" => long = true,
+            "--cluster" => cluster = v(),
             other => {
                 eprintln!("unknown argument `{other}`");
                 std::process::exit(64);
@@ -68,9 +76,23 @@ fn main() {
     }
     let Some(out) = out else {
         eprintln!(
-            "usage: slurmplan-gen --out DIR [--accounts N] [--users N] [--assocs N] [--drift F] [--seed S] [--long-names]"
+            "usage: slurmplan-gen --out DIR [--accounts N] [--users N] [--assocs N] [--drift F] [--seed S] [--long-names] [--cluster NAME]"
         );
         std::process::exit(64);
+    };
+    // written unquoted into YAML: only names that need no quoting there
+    let plain = !cluster.is_empty()
+        && cluster.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    let cluster = match Name::keep_case(&cluster, NameKind::Cluster) {
+        Ok(c) if plain => c,
+        Ok(_) => {
+            eprintln!("--cluster `{cluster}`: use lower-case letters, digits, `_` and `-` only");
+            std::process::exit(64);
+        }
+        Err(e) => {
+            eprintln!("--cluster: {e}");
+            std::process::exit(64);
+        }
     };
     let mut rng = Rng(seed | 1);
     let acct = |kind: &str, i: usize| {
@@ -109,7 +131,7 @@ fn main() {
             user_assocs.insert(UserKey { account: n(&acct("a", i)), user: u, partition: None }, Assoc::default());
         }
     }
-    let current = build(&tree, &user_assocs);
+    let current = build(&cluster, &tree, &user_assocs);
     // drift: the desired side differs by `drift` of every kind
     let mut dtree: Vec<Acct> = Vec::new();
     let mut deleted: BTreeSet<Name> = BTreeSet::new();
@@ -165,11 +187,11 @@ fn main() {
     }
     std::fs::create_dir_all(out.join("state")).expect("create output dir");
     let raw = write_state(&current);
-    let manifest = snapshot::Manifest::new(Some("22.05.8".into()), "2026-01-01T00:00:00Z", vec!["big".into()]);
+    let manifest = snapshot::Manifest::new(Some("22.05.8".into()), "2026-01-01T00:00:00Z", vec![cluster.to_string()]);
     snapshot::write_dir(&out.join("state"), &raw.to_files(), &manifest).expect("write snapshot");
-    std::fs::write(out.join("desired.yaml"), desired_yaml(&dtree, &dusers)).expect("write desired");
+    std::fs::write(out.join("desired.yaml"), desired_yaml(&cluster, &dtree, &dusers)).expect("write desired");
     // a desired file equal to the current state, for the no-change benchmark
-    std::fs::write(out.join("desired-same.yaml"), desired_yaml(&tree, &user_assocs)).expect("write desired");
+    std::fs::write(out.join("desired-same.yaml"), desired_yaml(&cluster, &tree, &user_assocs)).expect("write desired");
     eprintln!(
         "wrote {}: {} accounts, {} user associations (desired: {} accounts, {} user associations)",
         out.display(),
@@ -180,7 +202,7 @@ fn main() {
     );
 }
 
-fn build(tree: &[Acct], users: &BTreeMap<UserKey, Assoc>) -> State {
+fn build(cluster_name: &Name, tree: &[Acct], users: &BTreeMap<UserKey, Assoc>) -> State {
     let root = Assoc::from(AssocData { qos: QosList::Set([n("normal")].into()), ..Default::default() });
     let items = std::iter::once((n("root"), None, root))
         .chain(tree.iter().map(|a| (a.name.clone(), Some(a.parent.clone()), a.assoc.clone())));
@@ -191,7 +213,7 @@ fn build(tree: &[Acct], users: &BTreeMap<UserKey, Assoc>) -> State {
     }
     let cluster = ClusterState { accounts, users: users.clone(), defaults, ..Default::default() };
     let mut state = State::default();
-    state.clusters.insert(n("big"), cluster);
+    state.clusters.insert(cluster_name.clone(), cluster);
     for name in ["normal", "paused", "downscaled"] {
         state.qos.insert(n(name), Qos { description: Some(name.to_string()), ..Default::default() });
     }
@@ -207,14 +229,14 @@ fn build(tree: &[Acct], users: &BTreeMap<UserKey, Assoc>) -> State {
     state
 }
 
-fn desired_yaml(tree: &[Acct], users: &BTreeMap<UserKey, Assoc>) -> String {
+fn desired_yaml(cluster: &Name, tree: &[Acct], users: &BTreeMap<UserKey, Assoc>) -> String {
     let mut by_account: BTreeMap<&Name, Vec<&Name>> = BTreeMap::new();
     for k in users.keys() {
         by_account.entry(&k.account).or_default().push(&k.user);
     }
     let mut s = String::with_capacity(64 * users.len() + 128 * tree.len());
     s.push_str("version: 1\nmanaged:\n  prefixes: [hpc_]\nqos:\n  normal: {}\n  paused: {}\n  downscaled: {}\n");
-    s.push_str("clusters:\n  big:\n    accounts:\n");
+    let _ = write!(s, "clusters:\n  {cluster}:\n    accounts:\n");
     for a in tree {
         let _ = write!(s, "      {}:\n        parent: {}\n", a.name, a.parent);
         if let QosList::Set(q) = &a.assoc.qos {
