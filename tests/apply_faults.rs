@@ -346,6 +346,40 @@ fn live_read_is_a_fixed_number_of_calls() {
     assert_eq!(reads(&site, big.join("desired.yaml").to_str().unwrap()), 6);
 }
 
+/// An apply reads every cluster once (under the lock, to plan) and, to verify, only the
+/// clusters its steps name: here a second cluster `other` the desired file does not name is
+/// read once, `rocket` twice; the apply converges.
+#[test]
+fn verification_reads_only_the_clusters_the_steps_name() {
+    let site = Site::new();
+    // The fake's state is a snapshot: its manifest records each file's size and SHA-256.
+    let manifest_path = site.state().join("manifest.json");
+    let append = |file: &str, text: &str| {
+        use sha2::Digest;
+        let p = site.state().join(file);
+        let mut t = std::fs::read_to_string(&p).unwrap();
+        t.push_str(text);
+        let mut manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+        let sha: String = sha2::Sha256::digest(t.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        manifest["files"][file] = serde_json::json!({"bytes": t.len(), "sha256": sha});
+        std::fs::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+        std::fs::write(&p, t).unwrap();
+    };
+    append("clusters.txt", "other\n");
+    append("assocs.txt", "other|root||||1|||||||||||normal|\nother|root|root|||1||||||||||||\n");
+    append("defaults.txt", "other|root|root\n");
+    let r = site.apply_with(&[], &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("reading the state of 1 cluster(s) live to verify (6 sacctmgr reads)"), "{}", r.stderr);
+    assert!(r.stderr.contains("Verified"), "{}", r.stderr);
+    let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
+    let reads_of =
+        |c: &str| log.lines().filter(|l| l.contains("\"show\"") && l.contains(&format!("\"cluster={c}\"]"))).count();
+    assert_eq!((reads_of("rocket"), reads_of("other")), (4, 2), "{log}");
+    assert!(site.calls() > 0);
+}
+
 /// The live reads are separate calls: a writer between them leaves them out of step (here an
 /// account appears in the description read that the organization read did not list). slurmplan
 /// reads again, up to 3 times, and says so; after 3 failures it stops with the diagnostics,

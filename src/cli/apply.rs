@@ -2,18 +2,20 @@
 //! exit codes live here; the executor is `slurmplan::apply`. Must not run a step other than
 //! the plan's own, as reviewed.
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, SystemTime};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use slurmplan::apply::{self, Observer, journal::Journal, lock};
+use slurmplan::model::Name;
 use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
 
 use super::args::ApplyArgs;
 use super::planning::build_plan_locked;
 use super::settings::Settings;
-use super::state::current_state;
+use super::state::{clusters_state, current_state};
 use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, Failure, Outcome};
 
 struct Lines;
@@ -339,11 +341,15 @@ fn run_steps(
         eprintln!("verification skipped (--no-verify).");
         return Ok(EXIT_OK);
     }
-    let Some(expected) = apply::expected_state(current, plan) else {
+    let Some(mut expected) = apply::expected_state(current, plan) else {
         return Err(Failure::new("cannot verify: the plan's steps do not replay on the state read before applying")
             .code(EXIT_PARTIAL));
     };
-    let after = current_state(s, None)?;
+    // Verification looks at the clusters the steps name (and the records and QoS), so only
+    // those are read again (`apply::unconverged`).
+    let touched: BTreeSet<Name> = plan.steps.iter().filter_map(|st| st.command.cluster().cloned()).collect();
+    expected.clusters.retain(|c, _| touched.contains(c));
+    let after = clusters_state(s, &touched)?;
     let left = apply::unconverged(&after, &expected, plan);
     let _ = journal.event(&serde_json::json!({"verify": if left.is_empty() { "converged" } else { "not converged" }, "remaining": left.iter().map(|c| c.address()).collect::<Vec<_>>()}));
     if !left.is_empty() {

@@ -18,7 +18,7 @@ pub fn run(s: &Settings, a: DumpArgs) -> Outcome {
     let version = live::version(&r).map_err(|e| Failure::new("cannot run `sacctmgr -V`").cause(e.to_string()))?;
     // Parsed before writing: a snapshot slurmplan cannot read back is not written.
     let (raw, state, unsplit) =
-        read_live(&r, live::Keep::Text, true).map_err(|f| f.cause("no snapshot was written"))?;
+        read_live(&r, live::Keep::Text, live::Clusters::All, true).map_err(|f| f.cause("no snapshot was written"))?;
     let mut w: Vec<Diagnostic> =
         unsplit.iter().map(|u| u.diagnostic(false, "written to the snapshot as printed")).collect();
     print_diags(&mut w);

@@ -41,7 +41,7 @@ pub fn read_state(s: &Settings, dir: Option<&Path>, progress: bool) -> Result<(S
                     live::CLUSTER_READS_AT_ONCE
                 );
             }
-            read_live(&r, live::Keep::Parsed, progress).map(|(_, state, unsplit)| (state, unsplit))
+            read_live(&r, live::Keep::Parsed, live::Clusters::All, progress).map(|(_, state, unsplit)| (state, unsplit))
         }
     }
 }
@@ -50,12 +50,34 @@ pub fn read_state(s: &Settings, dir: Option<&Path>, progress: bool) -> Result<(S
 /// cannot be split): progress on, each such row a warning.
 pub fn current_state(s: &Settings, dir: Option<&Path>) -> Result<State, Failure> {
     let (state, unsplit) = read_state(s, dir, true)?;
+    warn_unsplit(&unsplit);
+    Ok(state)
+}
+
+/// The state of `clusters` alone, live (no other cluster in it), with the records and QoS:
+/// what an apply's verification compares, which looks at no other cluster. Progress on.
+pub fn clusters_state(
+    s: &Settings,
+    clusters: &std::collections::BTreeSet<slurmplan::model::Name>,
+) -> Result<State, Failure> {
+    let r = s.runner()?;
+    eprintln!(
+        "reading the state of {} cluster(s) live to verify ({} sacctmgr reads)...",
+        clusters.len(),
+        reads::READS.iter().map(|r| if r.per_cluster { clusters.len() } else { 1 }).sum::<usize>()
+    );
+    let (_, state, unsplit) = read_live(&r, live::Keep::Parsed, live::Clusters::Only(clusters), true)?;
+    warn_unsplit(&unsplit);
+    Ok(state)
+}
+
+/// Each row that cannot be split, as a warning.
+fn warn_unsplit(unsplit: &[parse::Unsplit]) {
     let mut w: Vec<Diagnostic> = unsplit
         .iter()
         .map(|u| u.diagnostic(false, "rename the object in slurmdbd (a name without `|`) to have it read"))
         .collect();
     print_diags(&mut w);
-    Ok(state)
 }
 
 /// The failure for a snapshot that cannot be read (its diagnostics printed by the caller).
@@ -71,6 +93,7 @@ pub fn unreadable_snapshot(dir: &Path) -> Failure {
 pub fn read_live(
     r: &dyn Transport,
     keep: live::Keep,
+    which: live::Clusters<'_>,
     progress: bool,
 ) -> Result<(parse::RawReads, State, Vec<parse::Unsplit>), Failure> {
     let retrying = |attempt: usize, d: &[Diagnostic]| {
@@ -79,7 +102,7 @@ pub fn read_live(
             eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
         }
     };
-    live::read_consistent(r, keep, retrying).map_err(|e| match e {
+    live::read_consistent(r, keep, which, retrying).map_err(|e| match e {
         live::ReadError::Live(e) => Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
             "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",
         ),

@@ -33,15 +33,17 @@ impl Bed {
 
     pub fn read(&self) -> Result<(RawReads, State), String> {
         let (raw, state, unsplit) =
-            live::read_consistent(&self.runner, live::Keep::Text, |_, _| {}).map_err(|e| match e {
-                live::ReadError::Live(e) => e.to_string(),
-                live::ReadError::Unparsable { diags, .. } => {
-                    format!(
-                        "the real state does not parse: {}",
-                        diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
-                    )
-                }
-            })?;
+            live::read_consistent(&self.runner, live::Keep::Text, live::Clusters::All, |_, _| {}).map_err(
+                |e| match e {
+                    live::ReadError::Live(e) => e.to_string(),
+                    live::ReadError::Unparsable { diags, .. } => {
+                        format!(
+                            "the real state does not parse: {}",
+                            diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
+                        )
+                    }
+                },
+            )?;
         if let Some(u) = unsplit.first() {
             return Err(format!("the real state has rows that cannot be split: {}", u.diagnostic(true, "").message));
         }

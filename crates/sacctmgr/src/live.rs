@@ -113,6 +113,25 @@ fn read_one(transport: &dyn Transport, read: &Read, cluster: Option<&str>, keep:
     Ok((text, stream))
 }
 
+/// The clusters whose per-cluster reads are taken.
+#[derive(Debug, Clone, Copy)]
+pub enum Clusters<'a> {
+    /// Every cluster of the clusters read.
+    All,
+    /// Only these (those the clusters read lists); the state then holds only them. For a
+    /// read whose user looks at no other cluster (an apply's verification).
+    Only(&'a std::collections::BTreeSet<Name>),
+}
+
+impl Clusters<'_> {
+    fn includes(&self, name: &Name) -> bool {
+        match self {
+            Clusters::All => true,
+            Clusters::Only(set) => set.contains(name),
+        }
+    }
+}
+
 /// One call: its read, the cluster it was limited to, what it brought.
 struct Call {
     read: &'static Read,
@@ -149,10 +168,15 @@ fn read_clusters(transport: &dyn Transport, jobs: &[(&'static Read, Name)], keep
 /// the reads taken once (accounts, QoS) run beside them; the association reads are parsed as
 /// they arrive. Sources are named `live:<file>` (a per-cluster association read:
 /// `live:assocs.txt[cluster=NAME]`); the texts of per-cluster reads are joined in cluster
-/// order, as one read of every cluster prints them. A clusters read that does not parse leaves
-/// the per-cluster reads untaken (the parse reports it). The first failing read (in [`READS`]
-/// order, clusters in order) is the error.
-pub fn read_all(transport: &dyn Transport, keep: Keep) -> Result<(RawReads, StreamedAssocs), LiveError> {
+/// order, as one read of every cluster prints them. Only the clusters `which` includes are read
+/// per cluster. A clusters read that does not parse leaves the per-cluster reads untaken (the
+/// parse reports it). The first failing read (in [`READS`] order, clusters in order) is the
+/// error.
+pub fn read_all(
+    transport: &dyn Transport,
+    keep: Keep,
+    which: Clusters<'_>,
+) -> Result<(RawReads, StreamedAssocs), LiveError> {
     let calls: Vec<Call> = std::thread::scope(|scope| {
         let once: Vec<_> = READS
             .iter()
@@ -163,7 +187,7 @@ pub fn read_all(transport: &dyn Transport, keep: Keep) -> Result<(RawReads, Stre
         let clusters = read_one(transport, clusters_read, None, keep);
         let names: Vec<Name> = match &clusters {
             Ok((text, _)) => match parse::parse_clusters(&Source::new("live:clusters.txt", text.clone())) {
-                (set, diags) if diags.is_empty() => set.into_iter().collect(),
+                (set, diags) if diags.is_empty() => set.into_iter().filter(|c| which.includes(c)).collect(),
                 _ => Vec::new(),
             },
             Err(_) => Vec::new(),
@@ -214,7 +238,8 @@ pub enum ReadError {
     },
 }
 
-/// Take every read and parse them together, reading again when they do not fit. Rows that
+/// Take every read (per-cluster ones for the clusters `which` includes) and parse them
+/// together, reading again when they do not fit. Rows that
 /// cannot be split ([`Unsplit`]) are left out of the state and returned beside it.
 ///
 /// The reads are separate sacctmgr calls, not one transaction: a writer between them (another
@@ -226,13 +251,17 @@ pub enum ReadError {
 pub fn read_consistent(
     transport: &dyn Transport,
     keep: Keep,
+    which: Clusters<'_>,
     mut retrying: impl FnMut(usize, &[Diagnostic]),
 ) -> Result<(RawReads, State, Vec<Unsplit>), ReadError> {
     let mut attempt = 1;
     loop {
-        let (raw, assocs) = read_all(transport, keep).map_err(ReadError::Live)?;
+        let (raw, assocs) = read_all(transport, keep, which).map_err(ReadError::Live)?;
         match parse::parse_state_streamed(&raw, assocs) {
-            Ok((state, unsplit)) => return Ok((raw, state, unsplit)),
+            Ok((mut state, unsplit)) => {
+                state.clusters.retain(|c, _| which.includes(c));
+                return Ok((raw, state, unsplit));
+            }
             Err(diags) => {
                 let out_of_step = diags.iter().any(parse::is_out_of_step);
                 if attempt >= READ_ATTEMPTS || !out_of_step {
@@ -321,7 +350,7 @@ mod tests {
     fn takes_the_state(dir: &Path) {
         let t = Files { dir: dir.to_path_buf(), fail: None, asked: Default::default() };
         assert_eq!(version(&t).unwrap().as_deref(), Some("22.05.8"));
-        let (raw, state, unsplit) = read_consistent(&t, Keep::Text, |_, _| panic!("no retry")).unwrap();
+        let (raw, state, unsplit) = read_consistent(&t, Keep::Text, Clusters::All, |_, _| panic!("no retry")).unwrap();
         assert!(unsplit.is_empty());
         assert_eq!(state, crate::snapshot::load(dir).unwrap());
         // the reads taken once once, the association reads once per cluster
@@ -348,7 +377,7 @@ mod tests {
     /// and its message (stderr, or for the version read the stdout it printed instead).
     #[test]
     fn a_failing_read_is_named_as_its_transport_describes_it() {
-        let err = |file, out| match read_all(&files(Some((file, out))), Keep::Parsed) {
+        let err = |file, out| match read_all(&files(Some((file, out))), Keep::Parsed, Clusters::All) {
             Err(e) => e.to_string(),
             Ok(_) => panic!("{file} failed"),
         };
