@@ -94,7 +94,8 @@ impl Scope {
 /// not have is written as absent, so adding it is a change too.
 pub fn scoped_fingerprint(state: &State, scope: &Scope) -> String {
     let mut w = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
-    let _ = w.write_all(b"scoped\n");
+    // Version 2: each user association once (version 1 wrote the scope users' rows twice).
+    let _ = w.write_all(b"scoped 2\n");
     let empty_json = serde_json::to_string(&Assoc::default()).unwrap_or_default();
     // Every scope account once, in name order (one cluster, the usual case, is that list).
     let union: BTreeSet<&Name>;
@@ -157,10 +158,23 @@ pub fn scoped_fingerprint(state: &State, scope: &Scope) -> String {
         if sc.users.is_empty() {
             continue;
         }
+        // The scope users' other rows: those under an account outside the scope (the rows under
+        // a scope account were written with it, above). Rows come grouped by account.
         let users: HashSet<Name, NameHash> = sc.users.iter().cloned().collect();
-        for (key, assoc) in c.users.iter().filter(|(k, _)| users.contains(&k.user)) {
-            let _ = w.write_all(b"U ");
-            write_pair(&mut w, key, assoc, &empty_json);
+        let mut account: Option<(&Name, bool)> = None;
+        for (key, assoc) in &c.users {
+            let under_scope = match account {
+                Some((a, inside)) if *a == key.account => inside,
+                _ => {
+                    let inside = sc.accounts.contains(&key.account);
+                    account = Some((&key.account, inside));
+                    inside
+                }
+            };
+            if !under_scope && users.contains(&key.user) {
+                let _ = w.write_all(b"U ");
+                write_pair(&mut w, key, assoc, &empty_json);
+            }
         }
         // `[user,account]`, or `[user,null]` for a user without a DefaultAccount here: the
         // scope's users beside the state's DefaultAccounts, both in name order.
@@ -339,7 +353,7 @@ mod tests {
     /// every row: the value plan files carry must not move when the writer gets faster.
     fn reference_scoped(state: &State, scope: &Scope) -> String {
         let mut w = std::io::BufWriter::new(HashWriter(Sha256::new()));
-        let _ = writeln!(w, "scoped");
+        let _ = writeln!(w, "scoped 2");
         let accounts: BTreeSet<&Name> = scope.clusters.values().flat_map(|c| &c.accounts).collect();
         for name in accounts {
             let _ = writeln!(w, "R {}", serde_json::to_string(&(name, state.accounts.get(name))).unwrap());
@@ -364,7 +378,8 @@ mod tests {
             if sc.users.is_empty() {
                 continue;
             }
-            for pair in c.users.iter().filter(|(k, _)| sc.users.contains(&k.user)) {
+            let other_rows = c.users.iter().filter(|(k, _)| !sc.accounts.contains(&k.account));
+            for pair in other_rows.filter(|(k, _)| sc.users.contains(&k.user)) {
                 let _ = writeln!(w, "U {}", serde_json::to_string(&pair).unwrap());
             }
             for user in &sc.users {
