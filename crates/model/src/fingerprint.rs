@@ -439,6 +439,14 @@ mod tests {
         for state in [&current, &desired, &State::default()] {
             assert_eq!(scoped_fingerprint(state, &scope), reference_scoped(state, &scope));
         }
+        // a scope user's row under an account outside the scope is covered; another user's not
+        let changed = |user: &str| {
+            let mut s = current.clone();
+            let key = UserKey { account: n("other"), user: n(user), partition: None };
+            s.clusters.get_mut("big").unwrap().users.insert(key, limited.clone());
+            scoped_fingerprint(&s, &scope) != scoped_fingerprint(&current, &scope)
+        };
+        assert!(changed("alice") && !changed("dave"));
     }
 
     #[test]
