@@ -186,7 +186,7 @@ pub fn read_all(
         let clusters_read = reads::read_for(reads::CLUSTERS).expect("READS has the clusters read");
         let clusters = read_one(transport, clusters_read, None, keep);
         let names: Vec<Name> = match &clusters {
-            Ok((text, _)) => match parse::parse_clusters(&Source::new("live:clusters.txt", text.clone())) {
+            Ok((text, _)) => match parse::parse_clusters(&Source::new("live:clusters.txt", text.as_str())) {
                 (set, diags) if diags.is_empty() => set.into_iter().filter(|c| which.includes(c)).collect(),
                 _ => Vec::new(),
             },
@@ -202,20 +202,20 @@ pub fn read_all(
         }
         calls
     });
-    let mut calls: Vec<Option<Call>> = calls.into_iter().map(Some).collect();
+    // In READS order, each read's calls in cluster order (a stable sort).
+    let mut calls = calls;
+    calls.sort_by_key(|c| READS.iter().position(|r| r.file == c.read.file));
     let mut raw = RawReads::default();
-    let mut streams: Vec<(Name, AssocStream)> = Vec::new();
     for r in READS {
-        let mut text = String::new();
-        for slot in calls.iter_mut().filter(|c| c.as_ref().is_some_and(|c| c.read.file == r.file)) {
-            let Call { cluster, taken, .. } = slot.take().expect("filtered");
-            let (t, stream) = taken?;
-            text.push_str(&t);
-            if let (Some(c), Some(s)) = (cluster, stream) {
-                streams.push((c, s));
-            }
+        *raw.source_mut(r.file).expect("a snapshot file") = Source::new(format!("live:{}", r.file), String::new());
+    }
+    let mut streams: Vec<(Name, AssocStream)> = Vec::new();
+    for Call { read, cluster, taken } in calls {
+        let (text, stream) = taken?;
+        raw.source_mut(read.file).expect("a snapshot file").text.push_str(&text);
+        if let (Some(c), Some(s)) = (cluster, stream) {
+            streams.push((c, s));
         }
-        *raw.source_mut(r.file).expect("a snapshot file") = Source::new(format!("live:{}", r.file), text);
     }
     Ok((raw, StreamedAssocs::PerCluster(streams)))
 }
