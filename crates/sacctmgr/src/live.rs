@@ -20,6 +20,8 @@ pub enum LiveError {
     Run(#[from] RunError),
     #[error("`{command}` failed ({status}): {message}")]
     Failed { command: String, status: String, message: String },
+    #[error("the clusters read lists {count} clusters, more than the {MAX_CLUSTERS} slurmplan reads one by one")]
+    TooManyClusters { count: usize },
 }
 
 fn status(o: &Output) -> String {
@@ -82,6 +84,10 @@ pub enum Keep {
 /// Bounded: each is a sacctmgr process and a slurmdbd connection; a site of twenty clusters
 /// must not start forty.
 pub const CLUSTER_READS_AT_ONCE: usize = 4;
+
+/// Clusters read one by one at most: the clusters read comes from slurmdbd, and each cluster
+/// it lists costs two calls, so a broken or hostile server must not set the number of calls.
+pub const MAX_CLUSTERS: usize = 1000;
 
 /// What one call brought: its text (always for the small reads; for the association read only
 /// with [`Keep::Text`]) and, for the association read, its rows parsed as they arrived.
@@ -177,7 +183,7 @@ pub fn read_all(
     keep: Keep,
     which: Clusters<'_>,
 ) -> Result<(RawReads, StreamedAssocs), LiveError> {
-    let calls: Vec<Call> = std::thread::scope(|scope| {
+    let (calls, too_many) = std::thread::scope(|scope| {
         let once: Vec<_> = READS
             .iter()
             .filter(|r| !r.per_cluster && r.file != reads::CLUSTERS)
@@ -192,6 +198,8 @@ pub fn read_all(
             },
             Err(_) => Vec::new(),
         };
+        let too_many = (names.len() > MAX_CLUSTERS).then_some(names.len());
+        let names = if too_many.is_some() { Vec::new() } else { names };
         let jobs: Vec<(&'static Read, Name)> =
             READS.iter().filter(|r| r.per_cluster).flat_map(|r| names.iter().map(move |c| (r, c.clone()))).collect();
         let mut calls = vec![Call { read: clusters_read, cluster: None, taken: clusters }];
@@ -200,8 +208,11 @@ pub fn read_all(
             let taken = h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             calls.push(Call { read, cluster: None, taken });
         }
-        calls
+        (calls, too_many)
     });
+    if let Some(count) = too_many {
+        return Err(LiveError::TooManyClusters { count });
+    }
     // In READS order, each read's calls in cluster order (a stable sort).
     let mut calls = calls;
     calls.sort_by_key(|c| READS.iter().position(|r| r.file == c.read.file));
@@ -371,6 +382,22 @@ mod tests {
         for (file, text) in raw.to_files() {
             assert_eq!(text.as_bytes(), std::fs::read(dir.join(file)).unwrap(), "{}: {file}", dir.display());
         }
+    }
+
+    /// A clusters read listing more than [`MAX_CLUSTERS`] clusters is refused before any
+    /// per-cluster call.
+    #[test]
+    fn the_number_of_per_cluster_calls_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        for r in READS {
+            std::fs::write(dir.path().join(r.file), "").unwrap();
+        }
+        let names: String = (0..=MAX_CLUSTERS).map(|i| format!("c{i}\n")).collect();
+        std::fs::write(dir.path().join(reads::CLUSTERS), names).unwrap();
+        let t = Files { dir: dir.path().to_path_buf(), fail: None, asked: Default::default() };
+        let e = read_all(&t, Keep::Parsed, Clusters::All).err().expect("refused");
+        assert!(matches!(e, LiveError::TooManyClusters { count } if count == MAX_CLUSTERS + 1), "{e}");
+        assert!(t.asked.lock().unwrap().iter().all(|(_, c)| c.is_none()));
     }
 
     /// A failing read is an error naming the command as the transport describes it, its status
