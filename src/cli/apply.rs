@@ -26,6 +26,13 @@ impl Observer for Lines {
     fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {}
 }
 
+/// No lines per step (`reconcile`: one summary line per cycle).
+struct Silent;
+impl Observer for Silent {
+    fn started(&mut self, _step: &Step, _total: usize) {}
+    fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {}
+}
+
 struct Bar(ProgressBar);
 impl Observer for Bar {
     fn started(&mut self, step: &Step, _total: usize) {
@@ -71,7 +78,7 @@ pub fn report_interrupted(previous: &[lock::Previous]) {
 }
 
 /// The lock directory of an apply (`--lock-dir`, or the default; created if missing).
-fn lock_dir(s: &Settings) -> Result<lock::LockDir, Failure> {
+pub(super) fn lock_dir(s: &Settings) -> Result<lock::LockDir, Failure> {
     match lock::LockDir::open(s.lock_dir.as_deref(), true) {
         Ok(Some(d)) => Ok(d),
         Ok(None) => Err(Failure::new("the lock directory is missing")),
@@ -127,7 +134,7 @@ pub fn run(s: &Settings, a: ApplyArgs) -> Outcome {
                 .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
             }
             refuse_unsound(path, &plan, &current)?;
-            execute(s, &a, plan, current, lock_dir, _locks)
+            execute(s, &Exec::of(&a), plan, current, lock_dir, _locks, &mut 0)
         }
         (None, Some(d)) => {
             // Load, lock, then read once: the desired file is parsed once, its clusters (after
@@ -182,7 +189,7 @@ fn confirm_and_execute(
             return Ok(EXIT_ERROR);
         }
     }
-    execute(s, a, plan, current, lock_dir, locks)
+    execute(s, &Exec::of(a), plan, current, lock_dir, locks, &mut 0)
 }
 
 /// Before the first write: every step of a plan file must be one `plan` could have made for
@@ -205,7 +212,7 @@ fn take_lock(dir: &lock::LockDir, plan: &Plan, timeout: u64) -> Result<lock::Loc
     take_locks(dir, &lock::scope(plan), timeout)
 }
 
-fn take_locks(dir: &lock::LockDir, scope: &lock::Scope, timeout: u64) -> Result<lock::Locks, Failure> {
+pub(super) fn take_locks(dir: &lock::LockDir, scope: &lock::Scope, timeout: u64) -> Result<lock::Locks, Failure> {
     let locks = lock::acquire(dir, scope, Duration::from_secs(timeout)).map_err(|e| match e {
         lock::LockError::Busy { .. } => {
             Failure::new(e.to_string()).hint("wait for it to finish, or raise --lock-timeout")
@@ -219,26 +226,51 @@ fn take_locks(dir: &lock::LockDir, scope: &lock::Scope, timeout: u64) -> Result<
     Ok(locks)
 }
 
-fn execute(
+/// How a plan is executed: `apply`'s flags, or `reconcile`'s.
+pub struct Exec {
+    /// The journal file; `None`: `slurmplan-apply-<time>-<pid>.jsonl` in `journal_dir`, else
+    /// in the lock directory.
+    pub journal: Option<std::path::PathBuf>,
+    pub journal_dir: Option<std::path::PathBuf>,
+    pub no_verify: bool,
+    /// No line per step, no journal or success lines (failures are still returned).
+    pub quiet: bool,
+}
+
+impl Exec {
+    fn of(a: &ApplyArgs) -> Exec {
+        Exec { journal: a.journal.clone(), journal_dir: None, no_verify: a.no_verify, quiet: false }
+    }
+}
+
+/// Run `plan` under `locks`, journalled, and verify; `applied` gets the number of steps that
+/// ran to success.
+pub fn execute(
     s: &Settings,
-    a: &ApplyArgs,
+    a: &Exec,
     plan: Plan,
     current: slurmplan::model::State,
     lock_dir: lock::LockDir,
     mut locks: lock::Locks,
+    applied: &mut usize,
 ) -> Outcome {
     let r = s.runner()?;
     let journal_path = a.journal.clone().unwrap_or_else(|| {
         let ts = apply::rfc3339(SystemTime::now()).replace(':', "");
-        lock_dir.path.join(format!("slurmplan-apply-{ts}-{}.jsonl", std::process::id()))
+        a.journal_dir
+            .as_deref()
+            .unwrap_or(&lock_dir.path)
+            .join(format!("slurmplan-apply-{ts}-{}.jsonl", std::process::id()))
     });
     let mut journal = Journal::create(&journal_path).map_err(|e| {
         Failure::new(format!("cannot create journal `{}`", journal_path.display())).cause(e.to_string())
     })?;
-    eprintln!("journal: {}", journal_path.display());
-    save_before(&mut journal, &plan, &current)?;
+    if !a.quiet {
+        eprintln!("journal: {}", journal_path.display());
+    }
+    save_before(&mut journal, &plan, &current, a.quiet)?;
     locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
-    let result = run_steps(s, a, &r, &plan, &current, &mut journal, &locks);
+    let result = run_steps(s, a, &r, &plan, &current, &mut journal, &locks, applied);
     // Every end that reaches here is a clean one (a failed step, a signal, a verification
     // result): the lock files stop naming this journal. A kill leaves them naming it.
     locks.release();
@@ -248,7 +280,12 @@ fn execute(
 /// Before the first step: save what the plan may change, as it is now, beside the journal and
 /// name it in the journal's `apply` line (`slurmplan undo JOURNAL` reads both). Nothing runs
 /// when it cannot be saved.
-fn save_before(journal: &mut Journal, plan: &Plan, current: &slurmplan::model::State) -> Result<(), Failure> {
+fn save_before(
+    journal: &mut Journal,
+    plan: &Plan,
+    current: &slurmplan::model::State,
+    quiet: bool,
+) -> Result<(), Failure> {
     let stamp = format!("{}-{}", apply::rfc3339(SystemTime::now()).replace(':', ""), std::process::id());
     let path = apply::before::path_for(&journal.path, &stamp);
     let path = std::path::absolute(&path).unwrap_or(path);
@@ -263,26 +300,32 @@ fn save_before(journal: &mut Journal, plan: &Plan, current: &slurmplan::model::S
             "time": apply::rfc3339(SystemTime::now()),
         }))
         .map_err(|e| Failure::new(format!("cannot write journal `{}`", journal.path.display())).cause(e.to_string()))?;
-    eprintln!(
-        "saved what it changes to {}; `slurmplan undo {}` plans taking it back",
-        path.display(),
-        journal.path.display()
-    );
+    if !quiet {
+        eprintln!(
+            "saved what it changes to {}; `slurmplan undo {}` plans taking it back",
+            path.display(),
+            journal.path.display()
+        );
+    }
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_steps(
     s: &Settings,
-    a: &ApplyArgs,
+    a: &Exec,
     r: &slurmplan::sacctmgr::runner::ProcessRunner,
     plan: &Plan,
     current: &slurmplan::model::State,
     journal: &mut Journal,
     locks: &lock::Locks,
+    applied: &mut usize,
 ) -> Outcome {
     let journal_path = journal.path.clone();
     let total = plan.steps.len();
-    let report = if std::io::stderr().is_terminal() && total > 3 {
+    let report = if a.quiet {
+        apply::execute(plan, r, journal, &mut Silent, locks)
+    } else if std::io::stderr().is_terminal() && total > 3 {
         let bar = ProgressBar::new(total as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {wide_msg}")
@@ -302,6 +345,7 @@ fn run_steps(
         e @ apply::ExecError::NotLocked { .. } => Failure::new(e.to_string())
             .hint("this is a slurmplan bug (the locks are taken from the plan); please report it with the plan"),
     })?;
+    *applied = report.applied;
     if let Some(f) = report.failure {
         let code = if report.applied == 0 { EXIT_ERROR } else { EXIT_PARTIAL };
         let mut fail = Failure::new(format!(
@@ -336,7 +380,9 @@ fn run_steps(
         ))
         .code(EXIT_PARTIAL));
     }
-    eprintln!("applied {} of {} steps.", report.applied, report.total);
+    if !a.quiet {
+        eprintln!("applied {} of {} steps.", report.applied, report.total);
+    }
     if a.no_verify {
         eprintln!("verification skipped (--no-verify).");
         return Ok(EXIT_OK);
@@ -349,7 +395,7 @@ fn run_steps(
     // those are read again (`apply::unconverged`).
     let touched: BTreeSet<Name> = plan.steps.iter().filter_map(|st| st.command.cluster().cloned()).collect();
     expected.clusters.retain(|c, _| touched.contains(c));
-    let after = clusters_state(s, &touched)?;
+    let after = clusters_state(s, &touched, !a.quiet)?;
     let left = apply::unconverged(&after, &expected, plan);
     let _ = journal.event(&serde_json::json!({"verify": if left.is_empty() { "converged" } else { "not converged" }, "remaining": left.iter().map(|c| c.address()).collect::<Vec<_>>()}));
     if !left.is_empty() {
@@ -361,6 +407,8 @@ fn run_steps(
             .hint("sacctmgr reported success but the state differs; run `slurmplan plan` to see what is left")
             .code(EXIT_PARTIAL));
     }
-    eprintln!("Apply complete! Verified: the accounting state matches the plan.");
+    if !a.quiet {
+        eprintln!("Apply complete! Verified: the accounting state matches the plan.");
+    }
     Ok(EXIT_OK)
 }

@@ -103,6 +103,9 @@ pub enum Cmd {
     Completions(super::generate::CompletionsArgs),
     /// Print the man page (roff) generated from this command line
     Man(super::generate::ManArgs),
+    /// One converge cycle (or one every --interval): plan, apply what the policy lets run
+    /// unattended, keep the rest as a pending plan for review, write metrics
+    Reconcile(super::reconcile::ReconcileArgs),
     /// Waldur integration: fetch from the Waldur API, build a desired state with the site agent's config
     #[command(subcommand)]
     Waldur(super::waldur::WaldurCmd),

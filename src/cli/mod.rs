@@ -17,6 +17,7 @@ mod graph;
 mod plan;
 mod planning;
 mod print;
+mod reconcile;
 mod settings;
 mod show;
 mod state;
@@ -96,6 +97,7 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> Outcome {
     let lock_dir = match &cli.command {
         Cmd::Apply(a) => a.lock_dir.clone(),
+        Cmd::Reconcile(a) => a.lock_dir.clone(),
         _ => None,
     };
     let s = Settings::resolve(cli.global, lock_dir);
@@ -112,6 +114,7 @@ fn run(cli: Cli) -> Outcome {
         Cmd::Graph(a) => graph::run(&s, a),
         Cmd::Completions(a) => generate::completions(a),
         Cmd::Man(a) => generate::man(a),
+        Cmd::Reconcile(a) => reconcile::run(&s, a),
         Cmd::Waldur(c) => waldur::run(&s, c),
     }
 }

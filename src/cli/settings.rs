@@ -144,6 +144,11 @@ impl Settings {
         })
     }
 
+    /// `--agent-config` (or `SLURMPLAN_AGENT_CONFIG`), as given.
+    pub fn agent_config(&self) -> Option<&Path> {
+        self.agent_config.as_deref()
+    }
+
     /// A plan file's text, signed when `SLURMPLAN_PLAN_KEY_FILE` is set.
     pub fn plan_json(&self, plan: &Plan) -> Result<String, Failure> {
         Ok(plan::file::to_json_signed(plan, self.plan_key()?.as_ref()))

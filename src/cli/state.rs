@@ -55,18 +55,22 @@ pub fn current_state(s: &Settings, dir: Option<&Path>) -> Result<State, Failure>
 }
 
 /// The state of `clusters` alone, live (no other cluster in it), with the records and QoS:
-/// what an apply's verification compares, which looks at no other cluster. Progress on.
+/// what an apply's verification compares, which looks at no other cluster. Progress on stderr
+/// with `progress`.
 pub fn clusters_state(
     s: &Settings,
     clusters: &std::collections::BTreeSet<slurmplan::model::Name>,
+    progress: bool,
 ) -> Result<State, Failure> {
     let r = s.runner()?;
-    eprintln!(
-        "reading the state of {} cluster(s) live to verify ({} sacctmgr reads)...",
-        clusters.len(),
-        reads::READS.iter().map(|r| if r.per_cluster { clusters.len() } else { 1 }).sum::<usize>()
-    );
-    let (_, state, unsplit) = read_live(&r, live::Keep::Parsed, live::Clusters::Only(clusters), true)?;
+    if progress {
+        eprintln!(
+            "reading the state of {} cluster(s) live to verify ({} sacctmgr reads)...",
+            clusters.len(),
+            reads::READS.iter().map(|r| if r.per_cluster { clusters.len() } else { 1 }).sum::<usize>()
+        );
+    }
+    let (_, state, unsplit) = read_live(&r, live::Keep::Parsed, live::Clusters::Only(clusters), progress)?;
     warn_unsplit(&unsplit);
     Ok(state)
 }

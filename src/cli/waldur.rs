@@ -80,7 +80,7 @@ pub struct FetchArgs {
 }
 
 /// How to reach the Waldur API (`waldur fetch`, `waldur build --from-api`).
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ApiArgs {
     /// PEM file of the CA that signed the Waldur server's certificate (trusted instead of the built-in roots)
     #[arg(long, value_name = "FILE")]
@@ -288,6 +288,17 @@ impl Drop for TempDir {
 }
 
 fn build(s: &Settings, a: BuildArgs) -> Outcome {
+    let (yaml, counts) = built_yaml(s, &a)?;
+    write_atomic(&a.output, &yaml)?;
+    if !a.quiet {
+        eprintln!("wrote {}: {counts}; review with: slurmplan plan -d {}", a.output.display(), a.output.display());
+    }
+    Ok(EXIT_OK)
+}
+
+/// `waldur build` up to the file it writes: the desired-state YAML (checked to load, as
+/// `a.output`) and what it holds in words. Nothing is written but a temporary export.
+pub fn built_yaml(s: &Settings, a: &BuildArgs) -> Result<(String, String), Failure> {
     let cluster = match s.clusters.as_slice() {
         [] => None,
         [c] => Some(c.clone()),
@@ -371,18 +382,9 @@ fn build(s: &Settings, a: BuildArgs) -> Outcome {
     if let Some(sig) = stop.as_ref().and_then(StopOnSignal::received) {
         return Err(Failure::new(format!("stopped by {}; nothing was written", signals::name(sig))));
     }
-    write_atomic(&a.output, &built.yaml)?;
-    if !a.quiet {
-        eprintln!(
-            "wrote {}: {} live of {} resource(s), {} allocation account(s), {} account(s), {} user(s); review with: slurmplan plan -d {}",
-            a.output.display(),
-            built.live,
-            built.resources,
-            built.allocations,
-            built.accounts,
-            built.users,
-            a.output.display()
-        );
-    }
-    Ok(EXIT_OK)
+    let counts = format!(
+        "{} live of {} resource(s), {} allocation account(s), {} account(s), {} user(s)",
+        built.live, built.resources, built.allocations, built.accounts, built.users,
+    );
+    Ok((built.yaml, counts))
 }

@@ -58,7 +58,7 @@ pub const LOCK_TEXT_MAX: u64 = 4096;
 const MAX_LOCK_FILES: usize = 10_000;
 
 /// The effective user id of this process.
-pub(crate) fn euid() -> u32 {
+pub fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 

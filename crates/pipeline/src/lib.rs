@@ -207,6 +207,82 @@ fn plan_from<E>(
     read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
     report: &mut dyn Report,
 ) -> Result<Planned, Refusal<E>> {
+    let (planned, resolved) = plan_resolved(req, loaded, read, report)?;
+    if req.one_shot {
+        std::mem::forget(resolved);
+    }
+    Ok(planned)
+}
+
+/// A plan split by a reconcile policy: the whole plan, the part that runs now, what waits.
+pub struct Reconciled {
+    /// The plan of every change (what a human reviews when something waits).
+    pub full: Plan,
+    /// The plan of what runs now (`None`: nothing runs now). The whole plan when nothing waits.
+    pub now: Option<Plan>,
+    /// The changes that wait for a human.
+    pub held: Vec<plan::policy::Held>,
+    pub current: State,
+}
+
+/// [`plan_loaded`], then split by `policy` (`plan::policy::split`): what runs now is the
+/// `--target` plan of the changes that do not wait. When that plan would still pull in a
+/// waiting change (the targeting fallback rules), nothing runs now.
+pub fn plan_by_policy<E>(
+    req: &Request,
+    desired: Desired,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+    policy: &plan::policy::Policy,
+) -> Result<Reconciled, Refusal<E>> {
+    use plan::policy::{Held, Now};
+    let (Planned { plan: full, current }, resolved) = plan_resolved(req, Some(desired), read, report)?;
+    let split = plan::policy::split(policy, &full, &current);
+    let mut held = split.held;
+    let now = match split.now {
+        Now::All => Some(full.clone()),
+        Now::Nothing => None,
+        Now::Targets(targets) => {
+            let waiting: BTreeSet<&str> = held.iter().map(|h| h.address.as_str()).collect();
+            let partial = plan::target::partial_desired(&current, &resolved.state, &targets)
+                .ok()
+                .filter(|t| t.selected.iter().all(|a| !waiting.contains(a.as_str())));
+            match partial {
+                Some(t) => {
+                    let diffed = plan::diff_states(&current, &t.state, plan::Covers::Managed(&resolved.managed));
+                    Some(plan::order(diffed, &current, &t.state, &full.desired_hash).map_err(Refusal::Order)?)
+                }
+                None => {
+                    let kinds: Vec<plan::policy::Kind> =
+                        full.changes.iter().map(|c| plan::policy::Kind::of(&c.change, &current)).collect();
+                    let reason = "it cannot be applied apart from the changes that wait".to_string();
+                    held = full
+                        .changes
+                        .iter()
+                        .zip(kinds)
+                        .map(|(c, kind)| {
+                            held.iter().find(|h| h.address == c.address).cloned().unwrap_or(Held {
+                                address: c.address.clone(),
+                                kind,
+                                reason: reason.clone(),
+                            })
+                        })
+                        .collect();
+                    None
+                }
+            }
+        }
+    };
+    Ok(Reconciled { full, now, held, current })
+}
+
+/// [`plan_from`], also giving the resolved desired state.
+fn plan_resolved<E>(
+    req: &Request,
+    loaded: Option<Desired>,
+    read: impl FnOnce() -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<(Planned, Resolved), Refusal<E>> {
     let mut clock = Clock(Instant::now());
     let Resolution { desired: d, current, resolved } = resolve_timed(req, loaded, read, report, &mut clock)?;
     clock.lap(report, "resolve");
@@ -231,14 +307,13 @@ fn plan_from<E>(
     let mut plan = plan.map_err(Refusal::Order)?;
     clock.lap(report, "order");
     if req.one_shot {
-        std::mem::forget(resolved);
         std::mem::forget(d);
     }
     if partial.is_some() {
         plan.warnings.push(TARGET_WARNING.into());
     }
     mass_delete_guard(&mut plan, managed, req.allow_mass_delete)?;
-    Ok(Planned { plan, current })
+    Ok((Planned { plan, current }, resolved))
 }
 
 /// `--cluster C`: keep only those clusters of the desired file; the others are left as they are.

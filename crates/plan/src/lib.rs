@@ -9,6 +9,7 @@ pub mod check;
 pub mod file;
 pub mod lints;
 pub mod onboard;
+pub mod policy;
 pub mod target;
 pub mod undo;
 

@@ -192,6 +192,22 @@ fn close(sel: &mut BTreeSet<usize>, changes: &[Change], rel: impl Fn(&Change, &C
     }
 }
 
+/// Grow `held` (indices into `changes`) to what must wait with it, transitively: every change
+/// that strictly needs a held one, and what a held delete strictly needs (the removals and
+/// moves that exist only to make room for it: a held account delete keeps its users, a held
+/// user removal keeps the DefaultAccount move away from it). What a held create or update
+/// needs may still run alone.
+pub fn hold_closure(current: &State, changes: &[Change], held: &mut BTreeSet<usize>) {
+    loop {
+        let before = held.len();
+        close(held, changes, |a, b| a.action() == diff::Action::Delete && needs(a, b, current));
+        close(held, changes, |a, b| needs(b, a, current));
+        if held.len() == before {
+            return;
+        }
+    }
+}
+
 /// `current` with the selected changes applied, taking values from `desired`.
 fn apply(current: &State, desired: &State, chosen: &[&Change]) -> Result<State, String> {
     use Change::*;

@@ -14,6 +14,7 @@ pub mod drift;
 mod fields;
 pub mod graph;
 mod markdown;
+pub mod reconcile;
 mod script;
 mod table;
 mod text;
