@@ -8,6 +8,7 @@
 
 pub mod choices;
 pub mod cli;
+pub mod prometheus;
 pub mod testbed;
 
 #[allow(unused_imports)] // not every test binary uses the re-export
