@@ -1009,3 +1009,131 @@ fn new_site_is_onboarded_with_sacctmgr_load() {
     let rec = show(&["show", "account", &format!("name={tag}_p"), "format=Account,Descr,Org"]);
     assert_eq!(rec, vec![format!("{tag}_p|project: genome, phase=2; a|b|uni x")]);
 }
+
+/// The metrics textfile of a reconcile cycle: held to the text format (our checker), and to
+/// `promtool check metrics` when `SLURMPLAN_PROMTOOL` names it (`.ci/run` does).
+fn reconcile_metrics(path: &std::path::Path) -> std::collections::BTreeMap<String, f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    if let Some(promtool) = std::env::var_os("SLURMPLAN_PROMTOOL").filter(|v| !v.is_empty()) {
+        let o = std::process::Command::new(promtool)
+            .args(["check", "metrics"])
+            .stdin(std::fs::File::open(path).unwrap())
+            .output()
+            .expect("run promtool");
+        assert!(
+            o.status.success(),
+            "promtool check metrics: {}{}\n{text}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    common::prometheus::validate_prometheus(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Reconcile cycles on real slurmdbd: a cycle converges a new tree; a cycle with nothing to do
+/// writes nothing to slurmdbd and prints nothing; removing an allocation with users holds its
+/// delete back (the rest is applied in the same cycle), and the pending plan applies as it
+/// was written; a cycle whose first write fails is reported in the metrics with nothing
+/// applied, and the next one converges.
+#[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
+fn reconcile_cycles_on_real_slurmdbd() {
+    testbed();
+    let site = Site::new("recon");
+    let (sd, metrics) = (site.path("sd"), site.path("metrics.prom"));
+    let yaml = |accounts: &str| {
+        format!(
+            "version: 1\nmanaged:\n  roots: [hpc_customers]\nclusters:\n  CLUSTER:\n    accounts:\n      hpc_customers: {{}}\n{accounts}"
+        )
+    };
+    let one = "      hpc_a_one: {parent: hpc_customers, users: [alice, bob]}\n";
+    let two = "      hpc_a_two: {parent: hpc_customers, users: [carol]}\n";
+    let three = "      hpc_a_three: {parent: hpc_customers, users: [dave]}\n";
+    let four = "      hpc_a_four: {parent: hpc_customers, users: [erin]}\n";
+    let cycle = |yaml: &str, extra: &[&str], env: &[(&str, &str)]| -> Run {
+        let d = site.desired(yaml);
+        let mut args = vec![
+            "reconcile",
+            "-d",
+            dir_str(&d),
+            "--state-dir",
+            dir_str(&sd),
+            "--metrics",
+            dir_str(&metrics),
+            "--detailed-exitcode",
+        ];
+        args.extend(extra);
+        let mut c = common::testbed::slurmplan_on_bed(&args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        common::cli::run(&mut c)
+    };
+    let plan_empty = |yaml: &str| {
+        let d = site.desired(yaml);
+        slurmplan(&["plan", "-d", dir_str(&d), "--detailed-exitcode"]).code == 0
+    };
+    let value = |m: &std::collections::BTreeMap<String, f64>, name: &str, kind: Option<&str>| -> f64 {
+        let key = match kind {
+            Some(k) => format!("{name}[(\"kind\", \"{k}\")]"),
+            None => format!("{name}[]"),
+        };
+        *m.get(&key).unwrap_or_else(|| panic!("no {key} in {m:?}"))
+    };
+
+    // 1. a new tree converges in one cycle
+    let first = yaml(&format!("{one}{two}"));
+    let r = cycle(&first, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(plan_empty(&first));
+    let m = reconcile_metrics(&metrics);
+    assert_eq!(value(&m, "slurmplan_reconcile_last_run_success", None), 1.0);
+    assert_eq!(value(&m, "slurmplan_reconcile_last_run_changes_applied", Some("account-create")), 3.0);
+    assert_eq!(value(&m, "slurmplan_reconcile_last_run_changes_applied", Some("user-create")), 3.0);
+
+    // 2. nothing to do: no write, nothing printed, only the metrics
+    let rows = assocs(&site.cluster);
+    let r = cycle(&first, &[], &[]);
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""));
+    assert_eq!(assocs(&site.cluster), rows);
+    assert_eq!(value(&reconcile_metrics(&metrics), "slurmplan_reconcile_drift_changes", None), 0.0);
+
+    // 3. hpc_a_two (with carol) goes, hpc_a_three comes: the create runs, the delete waits
+    let second = yaml(&format!("{one}{three}"));
+    let r = cycle(&second, &[], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let rows = assocs(&site.cluster);
+    assert!(rows.iter().any(|r| r.starts_with("hpc_a_three|dave|")), "{rows:#?}");
+    assert!(rows.iter().any(|r| r.starts_with("hpc_a_two|carol|")), "the delete waits: {rows:#?}");
+    let m = reconcile_metrics(&metrics);
+    assert_eq!(value(&m, "slurmplan_reconcile_changes_pending", Some("account-delete-with-users")), 1.0);
+    let pending = sd.join("pending/plan.json");
+    let review = std::fs::read_to_string(sd.join("pending/plan.md")).unwrap();
+    assert!(review.contains("hpc\\_a\\_two") || review.contains("hpc_a_two"), "{review}");
+    let r = slurmplan(&["apply", dir_str(&pending)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(plan_empty(&second));
+    assert!(!assocs(&site.cluster).iter().any(|r| r.starts_with("hpc_a_two|")));
+    let r = cycle(&second, &[], &[]);
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""));
+    assert!(!pending.exists(), "the pending plan is gone once nothing waits");
+
+    // 4. the first write of a cycle fails: exit 1, success 0 in the metrics, nothing applied
+    let third = yaml(&format!("{one}{three}{four}"));
+    let rows = assocs(&site.cluster);
+    let counter = site.path("writes");
+    let fail = common::cli::dev_bin("slurmplan-fail-write");
+    let r = cycle(
+        &third,
+        &["--exec-prefix", dir_str(&fail)],
+        &[("FAIL_WRITE_AT", "1"), ("FAIL_WRITE_COUNTER", dir_str(&counter))],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let m = reconcile_metrics(&metrics);
+    assert_eq!(value(&m, "slurmplan_reconcile_last_run_success", None), 0.0);
+    assert_eq!(value(&m, "slurmplan_reconcile_last_run_steps_applied", None), 0.0);
+    assert_eq!(assocs(&site.cluster), rows, "nothing half-applied");
+    let r = cycle(&third, &[], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(plan_empty(&third));
+}
