@@ -24,8 +24,10 @@ pub struct StopOnSignal {
 }
 
 impl StopOnSignal {
+    /// Installed inside another `StopOnSignal` (an apply in a `reconcile --interval` loop), a
+    /// signal the outer one noted is kept, so the inner work stops too; otherwise it starts
+    /// from none.
     pub fn install() -> StopOnSignal {
-        RECEIVED.store(0, Ordering::SeqCst);
         let mut old = Vec::new();
         for sig in [libc::SIGINT, libc::SIGTERM] {
             // SAFETY: a zeroed sigaction is valid; the handler only stores into an atomic.
@@ -39,6 +41,10 @@ impl StopOnSignal {
                     old.push((sig, previous));
                 }
             }
+        }
+        let ours = note as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        if !old.iter().any(|(_, previous)| previous.sa_sigaction == ours) {
+            RECEIVED.store(0, Ordering::SeqCst);
         }
         StopOnSignal { old }
     }
