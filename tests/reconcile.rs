@@ -299,3 +299,47 @@ fn the_interval_loop_runs_cycles_until_sigterm() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("reconcile: stopped by SIGTERM"));
 }
+
+/// The words of an example command line with the paths of a real install mapped into `site`:
+/// the binary is the one under test, sacctmgr the fake (from the environment).
+fn mapped(site: &Site, words: &[&str]) -> Vec<String> {
+    let example = root().join("examples/reconcile");
+    words
+        .iter()
+        .map(|w| match *w {
+            "/etc/slurmplan/desired.yaml" => DESIRED.to_string(),
+            "/etc/slurmplan/policy.yaml" => s(&example.join("policy.yaml")).to_string(),
+            "/var/lib/slurmplan" => s(&site.path("sd")).to_string(),
+            "/run/slurmplan" => s(&site.path("locks")).to_string(),
+            w if w.starts_with("/var/lib/prometheus/") => s(&site.path("metrics.prom")).to_string(),
+            w if w.starts_with('/') => panic!("an example path the test does not map: {w}"),
+            w => w.to_string(),
+        })
+        .collect()
+}
+
+/// The example service's ExecStart and the README's cron line, run as written (paths mapped
+/// into a temporary directory) against the fake: one cycle each, metrics written.
+#[test]
+fn the_reconcile_examples_run() {
+    let dir = root().join("examples/reconcile");
+    let unit = std::fs::read_to_string(dir.join("slurmplan-reconcile.service")).unwrap();
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).expect("an ExecStart line");
+    let cron = readme.lines().find(|l| l.starts_with("*/5 * * * * root ")).expect("a cron line in the README");
+    let cron = cron.trim_start_matches("*/5 * * * * root ");
+    for line in [exec, cron] {
+        let site = Site::new();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[0], "/usr/bin/slurmplan", "{line}");
+        let args = mapped(&site, &words[1..]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = site.slurmplan(&args, &[]);
+        assert_eq!(r.code, 0, "{line}\n{}", r.stderr);
+        assert_eq!(metric(&site.metrics(), "slurmplan_reconcile_last_run_success", None), 1.0);
+        assert!(
+            metric(&site.metrics(), "slurmplan_reconcile_changes_pending", Some("account-delete-with-users")) == 1.0,
+            "the example policy holds the delete of an account with users"
+        );
+    }
+}

@@ -285,6 +285,13 @@ mod tests {
         assert!(parse("version: 1\nmax_change: 3\n").is_err(), "unknown keys are errors");
     }
 
+    /// examples/reconcile/policy.yaml spells out the defaults (docs/operations.md says so).
+    #[test]
+    fn the_example_policy_is_the_default() {
+        let text = include_str!("../../../examples/reconcile/policy.yaml");
+        assert_eq!(parse(text).unwrap(), Policy::default());
+    }
+
     #[test]
     fn every_kind_has_a_distinct_name() {
         let names: BTreeSet<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
