@@ -1108,3 +1108,44 @@ fn a_page_that_quotes_the_token_back_is_not_written() {
         r.stderr
     );
 }
+
+/// `reconcile` with `--agent-config` and no `-d`: each cycle builds the desired state from the
+/// API (as `waldur build --from-api`), keeps it in the state directory, and says the build's
+/// warnings only when the build changed; the token is in no output and no file it writes.
+#[test]
+fn reconcile_builds_from_the_api_and_warns_only_when_the_build_changes() {
+    let (_server, tmp, cfg) = setup(site());
+    let state = tmp.path().join("fake");
+    std::fs::create_dir(&state).unwrap();
+    for e in std::fs::read_dir(root().join("examples/site-a/state")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), state.join(e.file_name())).unwrap();
+    }
+    let fake = common::cli::dev_bin("slurmplan-fake-sacctmgr");
+    let sd = tmp.path().join("sd");
+    let locks = tmp.path().join("locks");
+    let metrics = tmp.path().join("m.prom");
+    let args = [
+        "--agent-config",
+        s(&cfg),
+        "--sacctmgr",
+        s(&fake),
+        "reconcile",
+        "--state-dir",
+        s(&sd),
+        "--lock-dir",
+        s(&locks),
+        "--metrics",
+        s(&metrics),
+    ];
+    let env = [("FAKE_SACCTMGR_DIR", s(&state))];
+    let first = run_env(tmp.path(), &args, &env);
+    assert!(first.code == 0, "{}", first.stderr);
+    assert!(first.stderr.contains("warning["), "the first build's warnings are said: {}", first.stderr);
+    let built = std::fs::read_to_string(sd.join("desired.yaml")).unwrap();
+    assert!(built.contains("hpc_a_genome") || built.contains("genome"), "{built}");
+    let second = run_env(tmp.path(), &args, &env);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(!second.stderr.contains("warning["), "an unchanged build is quiet: {}", second.stderr);
+    assert_eq!(std::fs::read_to_string(sd.join("desired.yaml")).unwrap(), built);
+}

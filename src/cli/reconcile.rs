@@ -236,8 +236,12 @@ fn desired_file(s: &Settings, a: &ReconcileArgs, state_dir: &Path) -> Result<Pat
         api: a.api.clone(),
         quiet: true,
     };
-    let (yaml, _) = built_yaml(s, &build)?;
-    write_if_changed(&output, &yaml)?;
+    let mut built = built_yaml(s, &build)?;
+    // The build's warnings are said when what Waldur says changes, not every cycle (cron
+    // mails stderr): the first cycle, and each one whose build differs from the last.
+    if write_if_changed(&output, &built.yaml)? {
+        built.print_notes();
+    }
     Ok(output)
 }
 

@@ -288,17 +288,41 @@ impl Drop for TempDir {
 }
 
 fn build(s: &Settings, a: BuildArgs) -> Outcome {
-    let (yaml, counts) = built_yaml(s, &a)?;
-    write_atomic(&a.output, &yaml)?;
+    let mut b = built_yaml(s, &a)?;
+    b.print_notes();
+    write_atomic(&a.output, &b.yaml)?;
+    let counts = b.counts;
     if !a.quiet {
         eprintln!("wrote {}: {counts}; review with: slurmplan plan -d {}", a.output.display(), a.output.display());
     }
     Ok(EXIT_OK)
 }
 
+/// A desired state built from Waldur, not yet written.
+pub struct Built {
+    /// The desired-state YAML (checked to load).
+    pub yaml: String,
+    /// What it holds, in words.
+    pub counts: String,
+    /// The build's warnings (named as the fetched pages) and info lines, not printed yet.
+    warnings: Vec<slurmplan::diag::Diagnostic>,
+    infos: Vec<String>,
+}
+
+impl Built {
+    /// Print the warnings and info lines on stderr.
+    pub fn print_notes(&mut self) {
+        print_diags(&mut self.warnings);
+        for i in &self.infos {
+            eprintln!("info: {i}");
+        }
+    }
+}
+
 /// `waldur build` up to the file it writes: the desired-state YAML (checked to load, as
-/// `a.output`) and what it holds in words. Nothing is written but a temporary export.
-pub fn built_yaml(s: &Settings, a: &BuildArgs) -> Result<(String, String), Failure> {
+/// `a.output`), what it holds in words, and its warnings (errors are printed). Nothing is
+/// written but a temporary export.
+pub fn built_yaml(s: &Settings, a: &BuildArgs) -> Result<Built, Failure> {
     let cluster = match s.clusters.as_slice() {
         [] => None,
         [c] => Some(c.clone()),
@@ -361,11 +385,10 @@ pub fn built_yaml(s: &Settings, a: &BuildArgs) -> Result<(String, String), Failu
     })?;
     warnings.extend(built.warnings.iter().cloned());
     relabel(&mut warnings);
-    print_diags(&mut warnings);
-    for i in &built.infos {
-        eprintln!("info: {i}");
-    }
+    let mut b = Built { yaml: String::new(), counts: String::new(), warnings, infos: built.infos.clone() };
     if built.live == 0 && !a.allow_empty {
+        // A build that fails says its warnings with the error (they may be why).
+        b.print_notes();
         return Err(Failure::new(format!(
             "{source} has no live resource ({} in total); nothing was written",
             built.resources
@@ -375,6 +398,7 @@ pub fn built_yaml(s: &Settings, a: &BuildArgs) -> Result<(String, String), Failu
     }
     // The output must load: a build that slurmplan itself cannot read is a bug, not a file.
     if let Err(mut d) = slurmplan::desired::load_str(&a.output, &built.yaml) {
+        b.print_notes();
         print_diags(&mut d);
         return Err(Failure::new("the generated desired state does not load; nothing was written")
             .hint("this is a slurmplan bug; please report it with the config (token removed) and the export"));
@@ -386,5 +410,7 @@ pub fn built_yaml(s: &Settings, a: &BuildArgs) -> Result<(String, String), Failu
         "{} live of {} resource(s), {} allocation account(s), {} account(s), {} user(s)",
         built.live, built.resources, built.allocations, built.accounts, built.users,
     );
-    Ok((built.yaml, counts))
+    b.yaml = built.yaml;
+    b.counts = counts;
+    Ok(b)
 }

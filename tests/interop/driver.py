@@ -42,6 +42,9 @@ VARIANTS = {
     "individual": {"default_account_policy": "individual"},
     "none": {"default_account_policy": "none"},
     "skip-swap": {"default_account_policy": "common", "qos_management": {"skip_qos_swap": True}},
+    # `common`, with slurmplan converging by `reconcile` cycles (desired state built from the
+    # (fake) Waldur API on each cycle, the default policy) instead of `apply -d`.
+    "reconcile": {"default_account_policy": "common"},
 }
 # Plan lines that are documented divergences (docs/waldur.md, "Beside the site agent"), given a
 # variant's settings: the regular expression and the reason printed beside each line.
@@ -167,9 +170,15 @@ class Variant:
     def __init__(self, name, slurmplan, work):
         self.name, self.slurmplan = name, slurmplan
         # Names unique to this run: account records are global and outlive a cluster.
-        self.v = "w" + {"common": "co", "common-partition": "cp", "individual": "in", "none": "no", "skip-swap": "sk"}[
-            name
-        ] + "".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
+        self.v = "w" + {
+            "common": "co",
+            "common-partition": "cp",
+            "individual": "in",
+            "none": "no",
+            "skip-swap": "sk",
+            "reconcile": "re",
+        }[name] + "".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
+        self.reconciling = name == "reconcile"
         self.cluster = self.v
         self.work = os.path.join(work, name)
         os.makedirs(self.work, exist_ok=True)
@@ -328,7 +337,53 @@ class Variant:
             print(f"    {next(why for rx, why in known if rx.search(ln))}: {ln}", flush=True)
         return desired
 
+    def reconcile(self, what):
+        """One `slurmplan reconcile` cycle from the Waldur API (sacctmgr: the logging wrapper,
+        from the config's slurm_bin_path); exit 0, or 2 when something waits. Returns the
+        pending plan's path when something waits."""
+        sd = os.path.join(self.work, "reconcile-state")
+        p = run(
+            [self.slurmplan, "--agent-config", self.config, "--color", "never", "reconcile", "--state-dir", sd,
+             "--metrics", os.path.join(self.work, "reconcile.prom"), "--lock-dir", os.path.join(self.work, "locks"),
+             "--detailed-exitcode"],
+            check=False,
+        )
+        if p.returncode not in (0, 2):
+            raise SystemExit(f"{self.name}: reconcile after {what} failed ({p.returncode}):\n{p.stderr}")
+        if p.stderr.strip():
+            print(f"    {p.stderr.strip()}", flush=True)
+        pending = os.path.join(sd, "pending", "plan.json")
+        if (p.returncode == 2) != os.path.exists(pending):
+            raise SystemExit(f"{self.name}: reconcile exit {p.returncode} but pending plan present={os.path.exists(pending)}")
+        return pending if p.returncode == 2 else None
+
+    def reconcile_then_no_flip_flop(self, what):
+        """A reconcile cycle after the agent's; then agent, reconcile, agent, reconcile cycles
+        each write nothing (no flip-flop: neither undoes the other). What the policy holds is
+        applied from the pending plan, as a human would, and the next cycles write nothing."""
+        self.writes()
+        pending = self.reconcile(what)
+        self.writes()
+        if pending:
+            print(f"  {what}: changes wait for review; applying the pending plan as reviewed", flush=True)
+            run([self.slurmplan, "apply", pending, "--color", "never"])
+            self.writes()
+        for who in ["agent", "reconcile", "agent", "reconcile"]:
+            if who == "agent":
+                self.agent_cycle()
+            elif self.reconcile(what):
+                raise SystemExit(f"{self.name}: after {what} a reconcile cycle holds changes again")
+            w = [a for a in self.writes() if not self.unconditional(a)]
+            if w:
+                raise SystemExit(f"{self.name}: after {what}, {who}'s cycle wrote (flip-flop):\n" + "\n".join(map(str, w)))
+        _, lines = self.build_and_plan()
+        if lines:
+            raise SystemExit(f"{self.name}: after {what} and reconcile cycles the plan is not empty:\n" + "\n".join(lines))
+        print(f"  {what}: reconcile converged; agent and reconcile cycles after it write nothing", flush=True)
+
     def apply_then_agent_writes_nothing(self, desired, what):
+        if self.reconciling:
+            return self.reconcile_then_no_flip_flop(what)
         run([self.slurmplan, "apply", "-d", desired, "--auto-approve", "--color", "never"])
         self.writes()
         self.agent_cycle()

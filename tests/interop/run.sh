@@ -4,7 +4,7 @@
 # models (tests/interop/fake_waldur.py). What it plays and asserts: tests/interop/driver.py and
 # docs/waldur.md ("Beside the site agent").
 #
-#   tests/interop/run.sh [VARIANT ...]      # common common-partition individual none skip-swap
+#   tests/interop/run.sh [VARIANT ...]      # common common-partition individual none skip-swap reconcile
 #
 # Uses the test bed of SLURMPLAN_TESTBED when it answers (`. DIR/env` first), else starts one
 # under the work directory and stops it at the end. SLURMPLAN_INTEROP_DIR: work directory
