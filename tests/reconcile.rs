@@ -343,3 +343,48 @@ fn the_reconcile_examples_run() {
         );
     }
 }
+
+/// A desired state that would delete more than the mass-delete guard allows (a truncated
+/// export): the cycle deletes nothing, runs the rest, and every delete waits in the pending
+/// plan, which carries SP005 and applies as reviewed.
+#[test]
+fn a_mass_delete_waits_whole_and_the_rest_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let made = run(std::process::Command::new(common::cli::dev_bin("slurmplan-gen")).args([
+        "--out",
+        s(&tmp.path().join("gen")),
+        "--accounts",
+        "40",
+        "--users",
+        "30",
+        "--assocs",
+        "80",
+    ]));
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let site = Site { dir: tmp };
+    std::fs::rename(site.path("gen/state"), site.path("state")).unwrap();
+    let desired = site.path("truncated.yaml");
+    std::fs::write(
+        &desired,
+        "version: 1\nmanaged:\n  prefixes: [hpc_]\nqos:\n  normal: {}\n  paused: {}\n  downscaled: {}\nclusters:\n  big:\n    accounts:\n      hpc_c0: {parent: root}\n      hpc_new: {parent: hpc_c0, users: [newcomer]}\n",
+    )
+    .unwrap();
+    let d = s(&desired);
+    let refused = site.slurmplan(&["plan", "-d", d], &[]);
+    assert_eq!(refused.code, 1, "plan refuses the mass delete: {}", refused.stderr);
+    let (sd, m) = (site.path("sd"), site.path("metrics.prom"));
+    let r = site.slurmplan(&["reconcile", "-d", d, "--state-dir", s(&sd), "--metrics", s(&m)], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let left = site.slurmplan(&["plan", "-d", d, "--allow-mass-delete", "--format", "json"], &[]);
+    let left: serde_json::Value = serde_json::from_str(&left.stdout).unwrap();
+    let actions: Vec<&str> =
+        left["changes"].as_array().unwrap().iter().map(|c| c["action"].as_str().unwrap()).collect();
+    assert!(!actions.is_empty() && actions.iter().all(|a| *a == "delete"), "only deletes are left: {actions:?}");
+    let review = std::fs::read_to_string(site.path("sd/pending/plan.md")).unwrap();
+    assert!(review.contains("SP005"), "{review}");
+    assert!(review.contains("more than the mass-delete guard allows"), "{review}");
+    let r = site.slurmplan(&["apply", s(&site.pending())], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let after = site.slurmplan(&["plan", "-d", d, "--detailed-exitcode"], &[]);
+    assert_eq!(after.code, 0, "{}", after.stderr);
+}

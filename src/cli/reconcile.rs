@@ -305,7 +305,10 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
     // What waits is the whole plan of the state as it is now: after an apply, planned again
     // (it may differ from the held part of the first plan only by what the apply changed).
     let pending = if ran {
-        let pipeline::Planned { plan, current } = pipeline::plan(&req, || read_state(s, None, false), &mut printer)
+        // For review: a plan that deletes more than the guard allows is written (with SP005),
+        // as the cycle's first plan was.
+        let review = pipeline::Request { allow_mass_delete: true, ..req };
+        let pipeline::Planned { plan, current } = pipeline::plan(&review, || read_state(s, None, false), &mut printer)
             .map_err(|r| refused(r, &desired, "the pending plan was not written", true))?;
         report.pending = counts(plan.changes.iter().map(|c| Kind::of(&c.change, &current)));
         plan

@@ -227,7 +227,9 @@ pub struct Reconciled {
 
 /// [`plan_loaded`], then split by `policy` (`plan::policy::split`): what runs now is the
 /// `--target` plan of the changes that do not wait. When that plan would still pull in a
-/// waiting change (the targeting fallback rules), nothing runs now.
+/// waiting change (the targeting fallback rules), nothing runs now. The mass-delete guard does
+/// not refuse here: the whole plan is made (carrying SP005 when it deletes more than the limit,
+/// unless `req` allows mass deletes) and then every one of its deletes waits.
 pub fn plan_by_policy<E>(
     req: &Request,
     desired: Desired,
@@ -236,8 +238,13 @@ pub fn plan_by_policy<E>(
     policy: &plan::policy::Policy,
 ) -> Result<Reconciled, Refusal<E>> {
     use plan::policy::{Held, Now};
-    let (Planned { plan: full, current }, resolved) = plan_resolved(req, Some(desired), read, report)?;
-    let split = plan::policy::split(policy, &full, &current);
+    let lifted = Request { allow_mass_delete: true, ..*req };
+    let (Planned { plan: full, current }, resolved) = plan_resolved(&lifted, Some(desired), read, report)?;
+    let mass = (!req.allow_mass_delete)
+        .then(|| full.lints.iter().find(|l| l.code == plan::lints::SP005.0))
+        .flatten()
+        .map(|l| format!("the plan deletes more than the mass-delete guard allows ({})", l.message));
+    let split = plan::policy::split(policy, &full, &current, mass.as_deref());
     let mut held = split.held;
     let now = match split.now {
         Now::All => Some(full.clone()),

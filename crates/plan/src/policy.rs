@@ -2,8 +2,9 @@
 //! which wait for a human ([`split`]), and the policy file that says so ([`parse`]).
 //!
 //! A change waits when its kind is not in the policy's `unattended` list, when the plan is
-//! larger than `max_changes` (then everything waits), or when more users than
-//! `max_default_account_moves` would have their DefaultAccount moved. What a waiting change
+//! larger than `max_changes` (then everything waits), when more users than
+//! `max_default_account_moves` would have their DefaultAccount moved, or when it is a delete of
+//! a plan that deletes more than the mass-delete guard allows. What a waiting change
 //! needs and what needs it wait with it ([`target::hold_closure`]), so the part that runs is a
 //! `--target` plan of the rest that holds on its own.
 //!
@@ -204,8 +205,10 @@ pub struct Split {
     pub held: Vec<Held>,
 }
 
-/// Split `plan` (made on `current`) by `policy`.
-pub fn split(policy: &Policy, plan: &Plan, current: &State) -> Split {
+/// Split `plan` (made on `current`) by `policy`. `mass_delete`: the plan deletes more than the
+/// mass-delete limit allows (it was made with the guard lifted, to be reviewed); then every
+/// delete waits, with this reason.
+pub fn split(policy: &Policy, plan: &Plan, current: &State, mass_delete: Option<&str>) -> Split {
     let kinds: Vec<Kind> = plan.changes.iter().map(|c| Kind::of(&c.change, current)).collect();
     let held_all = |reason: String| Split {
         now: Now::Nothing,
@@ -230,7 +233,9 @@ pub fn split(policy: &Policy, plan: &Plan, current: &State) -> Split {
         .iter()
         .zip(&kinds)
         .map(|(c, kind)| {
-            if !policy.unattended.contains(kind) {
+            if let Some(reason) = mass_delete.filter(|_| c.action == slurmplan_diff::Action::Delete) {
+                Some(reason.to_string())
+            } else if !policy.unattended.contains(kind) {
                 Some(format!("`{kind}` is not unattended in the policy"))
             } else if moves > policy.max_default_account_moves
                 && matches!(&c.change, Change::DefaultAccount { from: Some(_), .. })
