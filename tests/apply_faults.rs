@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::cli::{Run, run, sh_script, slurmplan_cmd};
+use common::cli::{FAKE, Run, run, sh_script, slurmplan_cmd};
 
 use slurmplan::rules::RuleModel;
 use slurmplan::sacctmgr::command::Command as SCommand;
@@ -17,10 +17,6 @@ use slurmplan::sacctmgr::snapshot;
 #[path = "../crates/dev/src/bin/slurmplan-fake-sacctmgr/argv.rs"]
 mod fake_argv;
 
-/// The fake sacctmgr of crates/dev.
-static FAKE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    common::cli::dev_bin("slurmplan-fake-sacctmgr").to_str().expect("utf-8 path").to_string()
-});
 const DESIRED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/desired.yaml");
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/state");
 

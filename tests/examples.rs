@@ -13,10 +13,6 @@ use serde_json::Value;
 mod common;
 use common::*;
 
-static FAKE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    common::cli::dev_bin("slurmplan-fake-sacctmgr").to_str().expect("utf-8 path").to_string()
-});
-
 fn yaml(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

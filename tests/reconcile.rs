@@ -11,9 +11,6 @@ mod common;
 use common::prometheus::validate_prometheus;
 use common::*;
 
-static FAKE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    common::cli::dev_bin("slurmplan-fake-sacctmgr").to_str().expect("utf-8 path").to_string()
-});
 const DESIRED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/desired.yaml");
 const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/state");
 

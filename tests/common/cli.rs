@@ -64,6 +64,11 @@ pub fn sh_script(path: &Path, body: &str) -> PathBuf {
 /// workspace root puts them (the README's test command builds before it tests). Fails, saying
 /// what to build, when the binary is missing or older than its own source in crates/dev or a source file of a
 /// crate it depends on (a stale fake would test old behaviour).
+/// The fake sacctmgr of crates/dev (`slurmplan-fake-sacctmgr`), as a string for `--sacctmgr`
+/// and `SLURMPLAN_SACCTMGR`.
+pub static FAKE: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| dev_bin("slurmplan-fake-sacctmgr").to_str().expect("utf-8 path").to_string());
+
 pub fn dev_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     let dir = exe.parent().and_then(Path::parent).expect("the test executable is in target/<profile>/deps");
