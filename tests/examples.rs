@@ -3,7 +3,8 @@
 //! test key, the apply of the plan the review saw) and examples/slinky (the manifest parsed:
 //! kinds, least-privilege RBAC, one cycle at a time, the mounts its command uses; its command
 //! run through a stand-in `kubectl` that checks the exec words and runs the fake). The reconcile
-//! units and cron line are run by tests/reconcile.rs, the site examples by tests/cli.rs.
+//! units and cron line are run by tests/reconcile.rs, the site examples by tests/cli.rs; the
+//! drift crontab and unit (examples/cron) here.
 //! Offline; the fake stands in for sacctmgr only.
 
 use std::path::{Path, PathBuf};
@@ -211,4 +212,53 @@ fn the_slinky_cronjob_runs_reconcile_through_kubectl_exec_with_least_privilege()
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(w.path("volume/slurmplan-reconcile.prom").is_file());
     assert!(w.path("volume/state/pending/plan.json").is_file(), "the example site has changes that wait");
+}
+
+/// The words of an example command with the paths of an install mapped into `w`.
+fn mapped(w: &Work, words: &[&str]) -> Vec<String> {
+    words
+        .iter()
+        .map(|a| match *a {
+            "/etc/slurmplan/desired.yaml" => s(&w.path("desired.yaml")).to_string(),
+            a if a.starts_with("/var/lib/prometheus/node-exporter/") => s(&w.path("drift.prom")).to_string(),
+            a if a.starts_with('/') => panic!("a path the test does not map: {a}"),
+            a => a.to_string(),
+        })
+        .collect()
+}
+
+/// examples/cron: every active crontab line and the drift unit's ExecStart run against the fake
+/// (the example site drifts: exit 2, which the unit counts as success).
+#[test]
+fn the_cron_examples_run() {
+    let dir = root().join("examples/cron");
+    let crontab = std::fs::read_to_string(dir.join("crontab")).unwrap();
+    let unit = std::fs::read_to_string(dir.join("slurmplan-drift.service")).unwrap();
+    let mut commands: Vec<(String, Vec<i32>)> = crontab
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains("/usr/bin/slurmplan"))
+        .map(|l| (l.split_whitespace().skip(6).collect::<Vec<_>>().join(" "), vec![2]))
+        .collect();
+    assert_eq!(commands.len(), 2, "{crontab}");
+    let success: Vec<i32> = unit
+        .lines()
+        .filter_map(|l| l.strip_prefix("SuccessExitStatus="))
+        .flat_map(|v| v.split_whitespace().map(|c| c.parse::<i32>().unwrap()))
+        .chain([0])
+        .collect();
+    commands.push((unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).unwrap().to_string(), success));
+    for (line, ok) in commands {
+        let w = Work::new();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[0], "/usr/bin/slurmplan", "{line}");
+        let args = mapped(&w, &words[1..]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut c = slurmplan_cmd(&args);
+        c.env("SLURMPLAN_SACCTMGR", &*FAKE).env("FAKE_SACCTMGR_DIR", w.path("state"));
+        let r = run(&mut c);
+        assert!(ok.contains(&r.code), "{line}: exit {} not in {ok:?}\n{}", r.code, r.stderr);
+        if line.contains("--format prometheus") {
+            common::prometheus::validate_prometheus(&std::fs::read_to_string(w.path("drift.prom")).unwrap()).unwrap();
+        }
+    }
 }
