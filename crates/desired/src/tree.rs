@@ -815,9 +815,12 @@ mod tests {
         }
         assert!(lines_count > texts.len() / 3, "the line builder took only {lines_count} of {}", texts.len());
         assert!(fast_count > texts.len() / 2, "the fast builder took only {fast_count} of {}", texts.len());
-        // Comments are no reason to decline (the shipped examples are commented).
+        // Comments are no reason to decline (the shipped examples are commented). The files of
+        // other tools (CI pipelines, Kubernetes manifests: multi-document, block scalars) are
+        // only held to agreeing when taken.
+        let others = ["examples/gitops/", "examples/slinky/"];
         for (what, text) in &texts {
-            if what.contains("examples/") {
+            if what.contains("examples/") && !others.iter().any(|o| what.contains(o)) {
                 assert!(fast::build(text).is_some(), "{what} was declined");
             }
         }
