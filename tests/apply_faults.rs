@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::cli::{FAKE, Run, run, sh_script, slurmplan_cmd};
+use common::cli::{FAKE, Run, copy_example_state, run, sh_script, slurmplan_cmd};
 
 use slurmplan::rules::RuleModel;
 use slurmplan::sacctmgr::command::Command as SCommand;
@@ -27,12 +27,8 @@ struct Site {
 impl Site {
     fn new() -> Site {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("state")).unwrap();
+        copy_example_state(&dir.path().join("state"));
         std::fs::create_dir(dir.path().join("locks")).unwrap();
-        for e in std::fs::read_dir(SEED).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), dir.path().join("state").join(e.file_name())).unwrap();
-        }
         Site { dir }
     }
     fn state(&self) -> PathBuf {

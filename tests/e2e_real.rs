@@ -1073,13 +1073,7 @@ fn reconcile_cycles_on_real_slurmdbd() {
         let d = site.desired(yaml);
         slurmplan(&["plan", "-d", dir_str(&d), "--detailed-exitcode"]).code == 0
     };
-    let value = |m: &std::collections::BTreeMap<String, f64>, name: &str, kind: Option<&str>| -> f64 {
-        let key = match kind {
-            Some(k) => format!("{name}[(\"kind\", \"{k}\")]"),
-            None => format!("{name}[]"),
-        };
-        *m.get(&key).unwrap_or_else(|| panic!("no {key} in {m:?}"))
-    };
+    let value = common::prometheus::sample;
 
     // 1. a new tree converges in one cycle
     let first = yaml(&format!("{one}{two}"));

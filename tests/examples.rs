@@ -29,12 +29,7 @@ impl Work {
     fn new() -> Work {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("state");
-        std::fs::create_dir(&state).unwrap();
-        for e in std::fs::read_dir(root().join("examples/site-a/state")).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), state.join(e.file_name())).unwrap();
-        }
+        copy_example_state(&dir.path().join("state"));
         std::fs::copy(root().join("examples/site-a/desired.yaml"), dir.path().join("desired.yaml")).unwrap();
         let key = dir.path().join("plan.key");
         std::fs::write(&key, [7u8; 32]).unwrap();

@@ -8,11 +8,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::prometheus::validate_prometheus;
+use common::prometheus::{sample as metric, validate_prometheus};
 use common::*;
 
 const DESIRED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/desired.yaml");
-const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/site-a/state");
 
 struct Site {
     dir: tempfile::TempDir,
@@ -21,11 +20,7 @@ struct Site {
 impl Site {
     fn new() -> Site {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("state")).unwrap();
-        for e in std::fs::read_dir(SEED).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), dir.path().join("state").join(e.file_name())).unwrap();
-        }
+        copy_example_state(&dir.path().join("state"));
         Site { dir }
     }
     fn path(&self, name: &str) -> PathBuf {
@@ -77,15 +72,6 @@ fn addresses(plan: &serde_json::Value) -> Vec<String> {
         plan["changes"].as_array().unwrap().iter().map(|c| c["address"].as_str().unwrap().to_string()).collect();
     v.sort();
     v
-}
-
-/// The value of series `name` (with `kind="KIND"` when given) as `validate_prometheus` keys it.
-fn metric(m: &BTreeMap<String, f64>, name: &str, kind: Option<&str>) -> f64 {
-    let key = match kind {
-        Some(k) => format!("{name}[(\"kind\", \"{k}\")]"),
-        None => format!("{name}[]"),
-    };
-    *m.get(&key).unwrap_or_else(|| panic!("no series {key} in {m:?}"))
 }
 
 /// Every file under `dir` with its bytes and modification time.

@@ -1116,11 +1116,7 @@ fn a_page_that_quotes_the_token_back_is_not_written() {
 fn reconcile_builds_from_the_api_and_warns_only_when_the_build_changes() {
     let (_server, tmp, cfg) = setup(site());
     let state = tmp.path().join("fake");
-    std::fs::create_dir(&state).unwrap();
-    for e in std::fs::read_dir(root().join("examples/site-a/state")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), state.join(e.file_name())).unwrap();
-    }
+    copy_example_state(&state);
     let fake = common::cli::dev_bin("slurmplan-fake-sacctmgr");
     let sd = tmp.path().join("sd");
     let locks = tmp.path().join("locks");

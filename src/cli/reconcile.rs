@@ -245,9 +245,9 @@ fn desired_file(s: &Settings, a: &ReconcileArgs, state_dir: &Path) -> Result<Pat
     Ok(output)
 }
 
-fn counts(addresses: impl Iterator<Item = Kind>) -> BTreeMap<Kind, usize> {
+fn counts(kinds: impl Iterator<Item = Kind>) -> BTreeMap<Kind, usize> {
     let mut m = BTreeMap::new();
-    for k in addresses {
+    for k in kinds {
         *m.entry(k).or_insert(0) += 1;
     }
     m
@@ -279,7 +279,13 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
         remove_if_present(&pending_dir.join(PENDING_REVIEW))?;
         return Ok(EXIT_OK);
     }
-    let ran = match now.filter(|p| !p.is_empty()) {
+    // The whole plan runs as it is (no copy); otherwise it is kept for the pending plan.
+    let (run_now, rest) = match now {
+        pipeline::RunNow::Whole => (Some(full), None),
+        pipeline::RunNow::Part(plan) => (Some(*plan), Some(full)),
+        pipeline::RunNow::Nothing => (None, Some(full)),
+    };
+    let ran = match run_now.filter(|p| !p.is_empty()) {
         Some(plan) => {
             let kinds = counts(plan.changes.iter().map(|c| Kind::of(&c.change, &current)));
             let journals = private_dir(&state_dir.join("journals"))?;
@@ -314,7 +320,7 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
         plan
     } else {
         report.pending = counts(held.iter().map(|h| h.kind));
-        full
+        rest.expect("when nothing ran the whole plan was kept")
     };
     if pending.is_empty() {
         remove_if_present(&pending_dir.join(PENDING_PLAN))?;

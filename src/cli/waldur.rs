@@ -385,19 +385,21 @@ pub fn built_yaml(s: &Settings, a: &BuildArgs) -> Result<Built, Failure> {
     })?;
     warnings.extend(built.warnings.iter().cloned());
     relabel(&mut warnings);
-    let mut b = Built { yaml: String::new(), counts: String::new(), warnings, infos: built.infos.clone() };
-    if built.live == 0 && !a.allow_empty {
+    let counts = format!(
+        "{} live of {} resource(s), {} allocation account(s), {} account(s), {} user(s)",
+        built.live, built.resources, built.allocations, built.accounts, built.users,
+    );
+    let (live, resources) = (built.live, built.resources);
+    let mut b = Built { yaml: built.yaml, counts, warnings, infos: built.infos };
+    if live == 0 && !a.allow_empty {
         // A build that fails says its warnings with the error (they may be why).
         b.print_notes();
-        return Err(Failure::new(format!(
-            "{source} has no live resource ({} in total); nothing was written",
-            built.resources
-        ))
+        return Err(Failure::new(format!("{source} has no live resource ({resources} in total); nothing was written"))
         .cause("a desired state without resources removes every account slurmplan manages for this offering; a failed or truncated export looks exactly like this")
         .hint("check the export (see docs/waldur.md); if the offering really has no resources, pass --allow-empty (plan then still needs --allow-mass-delete)"));
     }
     // The output must load: a build that slurmplan itself cannot read is a bug, not a file.
-    if let Err(mut d) = slurmplan::desired::load_str(&a.output, &built.yaml) {
+    if let Err(mut d) = slurmplan::desired::load_str(&a.output, &b.yaml) {
         b.print_notes();
         print_diags(&mut d);
         return Err(Failure::new("the generated desired state does not load; nothing was written")
@@ -406,11 +408,5 @@ pub fn built_yaml(s: &Settings, a: &BuildArgs) -> Result<Built, Failure> {
     if let Some(sig) = stop.as_ref().and_then(StopOnSignal::received) {
         return Err(Failure::new(format!("stopped by {}; nothing was written", signals::name(sig))));
     }
-    let counts = format!(
-        "{} live of {} resource(s), {} allocation account(s), {} account(s), {} user(s)",
-        built.live, built.resources, built.allocations, built.accounts, built.users,
-    );
-    b.yaml = built.yaml;
-    b.counts = counts;
     Ok(b)
 }

@@ -69,6 +69,16 @@ pub fn sh_script(path: &Path, body: &str) -> PathBuf {
 pub static FAKE: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| dev_bin("slurmplan-fake-sacctmgr").to_str().expect("utf-8 path").to_string());
 
+/// Copy the example site's snapshot (examples/site-a/state) into the new directory `to`: a
+/// state for the fake sacctmgr to change.
+pub fn copy_example_state(to: &Path) {
+    std::fs::create_dir(to).unwrap();
+    for e in std::fs::read_dir(root().join("examples/site-a/state")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
 pub fn dev_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     let dir = exe.parent().and_then(Path::parent).expect("the test executable is in target/<profile>/deps");

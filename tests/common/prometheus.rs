@@ -156,3 +156,13 @@ pub fn validate_prometheus(text: &str) -> Result<BTreeMap<String, f64>, String> 
     }
     Ok(series)
 }
+
+/// The value of the series `name` (with the one label `kind="KIND"` when given) in what
+/// [`validate_prometheus`] returned; a missing series fails the test, naming what there is.
+pub fn sample(series: &BTreeMap<String, f64>, name: &str, kind: Option<&str>) -> f64 {
+    let key = match kind {
+        Some(k) => format!("{name}[(\"kind\", \"{k}\")]"),
+        None => format!("{name}[]"),
+    };
+    *series.get(&key).unwrap_or_else(|| panic!("no series {key} in {series:?}"))
+}

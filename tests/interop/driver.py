@@ -373,9 +373,7 @@ class Variant:
                 self.agent_cycle()
             elif self.reconcile(what):
                 raise SystemExit(f"{self.name}: after {what} a reconcile cycle holds changes again")
-            w = [a for a in self.writes() if not self.unconditional(a)]
-            if w:
-                raise SystemExit(f"{self.name}: after {what}, {who}'s cycle wrote (flip-flop):\n" + "\n".join(map(str, w)))
+            self.no_writes(f"after {what}, {who}'s cycle wrote (flip-flop)")
         _, lines = self.build_and_plan()
         if lines:
             raise SystemExit(f"{self.name}: after {what} and reconcile cycles the plan is not empty:\n" + "\n".join(lines))
@@ -387,13 +385,18 @@ class Variant:
         run([self.slurmplan, "apply", "-d", desired, "--auto-approve", "--color", "never"])
         self.writes()
         self.agent_cycle()
-        w = [a for a in self.writes() if not self.unconditional(a)]
-        if w:
-            raise SystemExit(f"{self.name}: after {what} and slurmplan apply the agent still wrote:\n" + "\n".join(map(str, w)))
+        self.no_writes(f"after {what} and slurmplan apply the agent still wrote")
         _, lines = self.build_and_plan()
         if lines:
             raise SystemExit(f"{self.name}: after {what}, apply and an agent cycle the plan is not empty:\n" + "\n".join(lines))
         print(f"  {what}: after apply the agent's cycle writes nothing and the plan is empty", flush=True)
+
+    def no_writes(self, failure):
+        """Fail with `failure` if a sacctmgr write was logged since the last call (but the
+        agent's unconditional one)."""
+        w = [a for a in self.writes() if not self.unconditional(a)]
+        if w:
+            raise SystemExit(f"{self.name}: {failure}:\n" + "\n".join(map(str, w)))
 
     def unconditional(self, argv):
         """The one write the agent makes every cycle whatever the state: with skip_qos_swap it

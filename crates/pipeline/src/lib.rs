@@ -218,11 +218,21 @@ fn plan_from<E>(
 pub struct Reconciled {
     /// The plan of every change (what a human reviews when something waits).
     pub full: Plan,
-    /// The plan of what runs now (`None`: nothing runs now). The whole plan when nothing waits.
-    pub now: Option<Plan>,
+    /// What runs now.
+    pub now: RunNow,
     /// The changes that wait for a human.
     pub held: Vec<plan::policy::Held>,
     pub current: State,
+}
+
+/// What of a [`Reconciled`] plan runs now.
+pub enum RunNow {
+    /// The whole plan (nothing waits): run `full` itself.
+    Whole,
+    /// This plan of the changes that do not wait.
+    Part(Box<Plan>),
+    /// Nothing.
+    Nothing,
 }
 
 /// [`plan_loaded`], then split by `policy` (`plan::policy::split`): what runs now is the
@@ -237,7 +247,7 @@ pub fn plan_by_policy<E>(
     report: &mut dyn Report,
     policy: &plan::policy::Policy,
 ) -> Result<Reconciled, Refusal<E>> {
-    use plan::policy::{Held, Now};
+    use plan::policy::Now;
     let lifted = Request { allow_mass_delete: true, ..*req };
     let (Planned { plan: full, current }, resolved) = plan_resolved(&lifted, Some(desired), read, report)?;
     let mass = (!req.allow_mass_delete)
@@ -247,8 +257,8 @@ pub fn plan_by_policy<E>(
     let split = plan::policy::split(policy, &full, &current, mass.as_deref());
     let mut held = split.held;
     let now = match split.now {
-        Now::All => Some(full.clone()),
-        Now::Nothing => None,
+        Now::All => RunNow::Whole,
+        Now::Nothing => RunNow::Nothing,
         Now::Targets(targets) => {
             let waiting: BTreeSet<&str> = held.iter().map(|h| h.address.as_str()).collect();
             let partial = plan::target::partial_desired(&current, &resolved.state, &targets)
@@ -257,25 +267,14 @@ pub fn plan_by_policy<E>(
             match partial {
                 Some(t) => {
                     let diffed = plan::diff_states(&current, &t.state, plan::Covers::Managed(&resolved.managed));
-                    Some(plan::order(diffed, &current, &t.state, &full.desired_hash).map_err(Refusal::Order)?)
+                    RunNow::Part(Box::new(
+                        plan::order(diffed, &current, &t.state, &full.desired_hash).map_err(Refusal::Order)?,
+                    ))
                 }
                 None => {
-                    let kinds: Vec<plan::policy::Kind> =
-                        full.changes.iter().map(|c| plan::policy::Kind::of(&c.change, &current)).collect();
-                    let reason = "it cannot be applied apart from the changes that wait".to_string();
-                    held = full
-                        .changes
-                        .iter()
-                        .zip(kinds)
-                        .map(|(c, kind)| {
-                            held.iter().find(|h| h.address == c.address).cloned().unwrap_or(Held {
-                                address: c.address.clone(),
-                                kind,
-                                reason: reason.clone(),
-                            })
-                        })
-                        .collect();
-                    None
+                    let reason = "it cannot be applied apart from the changes that wait";
+                    held = plan::policy::hold_all(&full, &current, held, reason);
+                    RunNow::Nothing
                 }
             }
         }

@@ -10,7 +10,7 @@
 //!
 //! Pure: parses text it is given, reads no file, prints nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Deserialize;
@@ -205,27 +205,35 @@ pub struct Split {
     pub held: Vec<Held>,
 }
 
+/// Every change of `plan` (made on `current`) waits: those in `held` keep their reason, the
+/// others get `reason`. In plan order.
+pub fn hold_all(plan: &Plan, current: &State, held: Vec<Held>, reason: &str) -> Vec<Held> {
+    let mut by_address: BTreeMap<String, Held> = held.into_iter().map(|h| (h.address.clone(), h)).collect();
+    plan.changes
+        .iter()
+        .map(|c| {
+            by_address.remove(&c.address).unwrap_or_else(|| Held {
+                address: c.address.clone(),
+                kind: Kind::of(&c.change, current),
+                reason: reason.to_string(),
+            })
+        })
+        .collect()
+}
+
 /// Split `plan` (made on `current`) by `policy`. `mass_delete`: the plan deletes more than the
 /// mass-delete limit allows (it was made with the guard lifted, to be reviewed); then every
 /// delete waits, with this reason.
 pub fn split(policy: &Policy, plan: &Plan, current: &State, mass_delete: Option<&str>) -> Split {
-    let kinds: Vec<Kind> = plan.changes.iter().map(|c| Kind::of(&c.change, current)).collect();
-    let held_all = |reason: String| Split {
-        now: Now::Nothing,
-        held: plan
-            .changes
-            .iter()
-            .zip(&kinds)
-            .map(|(c, &kind)| Held { address: c.address.clone(), kind, reason: reason.clone() })
-            .collect(),
-    };
     if plan.changes.len() > policy.max_changes {
-        return held_all(format!(
+        let reason = format!(
             "the plan has {} changes, more than max_changes ({}) of the policy",
             plan.changes.len(),
             policy.max_changes
-        ));
+        );
+        return Split { now: Now::Nothing, held: hold_all(plan, current, Vec::new(), &reason) };
     }
+    let kinds: Vec<Kind> = plan.changes.iter().map(|c| Kind::of(&c.change, current)).collect();
     let moves =
         plan.changes.iter().filter(|c| matches!(&c.change, Change::DefaultAccount { from: Some(_), .. })).count();
     let mut reasons: Vec<Option<String>> = plan
