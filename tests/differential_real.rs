@@ -260,7 +260,7 @@ fn shrink(bed: &Bed, case: Case, failure: Failure, budget: u64) -> (Case, Failur
     (best, fail, runs)
 }
 
-fn save_fixture(dir: &Path, bed: &Bed, case: &Case, f: &Failure) -> std::io::Result<()> {
+fn save_fixture(dir: &Path, bed: &Bed, about: &str, f: &Failure) -> std::io::Result<()> {
     let Some(rec) = &f.record else { return Ok(()) };
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
@@ -276,7 +276,7 @@ fn save_fixture(dir: &Path, bed: &Bed, case: &Case, f: &Failure) -> std::io::Res
     let mut json = serde_json::to_string_pretty(&rec.steps).map_err(std::io::Error::other)?;
     json.push('\n');
     std::fs::write(dir.join("steps.json"), json)?;
-    let text = format!("{:?} on Slurm {}\n{}\n\n{}", f.kind, bed.version, f.message, case.describe());
+    let text = format!("{:?} on Slurm {}\n{}\n\n{about}", f.kind, bed.version, f.message);
     std::fs::write(dir.join("case.txt"), text)
 }
 
@@ -310,7 +310,7 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
                 let kind = f.kind;
                 let (small, f, runs) = shrink(&bed, case, f, budget);
                 let dir = save.join(format!("{ver}-{seed}-{}", format!("{kind:?}").to_lowercase()));
-                save_fixture(&dir, &bed, &small, &f).expect("write the fixture");
+                save_fixture(&dir, &bed, &small.describe(), &f).expect("write the fixture");
                 eprintln!(
                     "differential: seed {seed} shrunk in {runs} runs, saved to {}:\n{}\n{}",
                     dir.display(),
@@ -334,4 +334,116 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
         REFUSED.load(std::sync::atomic::Ordering::Relaxed)
     );
     assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// QoS delta writes (`qos=+q`, `qos=-q`), which plans make only to restore stored deltas (an
+/// undo), on every kind of stored list: real slurmdbd edits an explicit list, stacks on
+/// inheritance and deltas, and leaves an emptied list inheriting with the removal as a delta
+/// (`QosList::written`). A fixed script on one account, the sub-account under it and a user
+/// row; after every write the real read must equal the model's state. With
+/// SLURMPLAN_DIFF_SAVE set, the run is also saved there as a fixture (`VER-qos-deltas`) that
+/// tests/differential_fixtures.rs replays offline.
+#[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test differential_real -- --ignored"]
+fn qos_delta_writes_match_real_slurmdbd() {
+    use slurmplan::model::{Name, NameKind, QosList};
+    use slurmplan::sacctmgr::command::AssocSet;
+    let bed = bed();
+    let prefix = "zdqx";
+    let name = |s: &str, k: NameKind| Name::from_sacctmgr(&format!("{prefix}{s}"), k).unwrap();
+    let q = |s: &str| name(s, NameKind::Qos);
+    let cluster = Name::from_sacctmgr("testcl", NameKind::Cluster).unwrap();
+    let (acct, user) = (name("a", NameKind::Account), name("u", NameKind::User));
+    cleanup(&bed, prefix).expect("clean up before");
+    let seed: Vec<Vec<String>> = [
+        format!("add qos {prefix}q0,{prefix}q1,{prefix}q2"),
+        format!("add account {prefix}a cluster=testcl parent=root"),
+        format!("add account {prefix}b cluster=testcl parent={prefix}a"),
+        format!("add user {prefix}u account={prefix}a cluster=testcl"),
+    ]
+    .iter()
+    .map(|l| l.split(' ').map(String::from).collect())
+    .collect();
+    for w in &seed {
+        let o = bed.run(w);
+        assert!(seeded(&o), "seeding `sacctmgr -i {}`: {}", w.join(" "), output_text(&o));
+    }
+    let set = |v: &[&str]| QosList::Set(v.iter().map(|s| q(s)).collect());
+    let delta = |a: &[&str], r: &[&str]| QosList::Delta {
+        add: a.iter().map(|s| q(s)).collect(),
+        remove: r.iter().map(|s| q(s)).collect(),
+    };
+    let on_account = |l: QosList| Command::ModifyAccount {
+        cluster: cluster.clone(),
+        names: vec![acct.clone()],
+        set: AssocSet { qos: Some(l), ..Default::default() },
+    };
+    let on_user = |l: QosList| Command::ModifyUser {
+        cluster: cluster.clone(),
+        users: vec![user.clone()],
+        account: acct.clone(),
+        partition: None,
+        set: AssocSet { qos: Some(l), ..Default::default() },
+    };
+    let script = vec![
+        on_account(delta(&["q1"], &[])),     // inherit -> +q1
+        on_account(set(&["q0"])),            // deltas -> explicit
+        on_account(delta(&["q1"], &[])),     // explicit: q0,q1 (not a delta)
+        on_account(delta(&[], &["q0"])),     // explicit: q1
+        on_account(delta(&[], &["q1"])),     // emptied: inherits, -q1
+        on_account(delta(&["q2"], &[])),     // stacks: +q2,-q1
+        on_account(delta(&["q1"], &[])),     // replaces -q1: +q1,+q2
+        on_account(delta(&["q0"], &["q2"])), // +q0,+q1,-q2
+        on_user(set(&["q0"])),
+        on_user(delta(&["q2"], &[])),        // explicit: q0,q2
+        on_user(QosList::Inherit),
+        on_user(delta(&[], &["q1"])),        // inherit -> -q1
+        on_account(QosList::Inherit),
+    ];
+    let (before_raw, before) = bed.read().expect("read before");
+    let mut record = Record {
+        before: before_raw,
+        desired: format!(
+            "version: 1\nmanaged:\n  prefixes: [\"{prefix}\"]\n  qos_prefixes: [\"{prefix}\"]\nqos:\n  \"{prefix}q0\": {{}}\n  \"{prefix}q1\": {{}}\n  \"{prefix}q2\": {{}}\nclusters:\n  testcl:\n    accounts:\n      \"{prefix}a\":\n        parent: root\n        qos: [\"{prefix}q0\", \"{prefix}q1\"]\n        users: [\"{prefix}u\"]\n      \"{prefix}b\":\n        parent: \"{prefix}a\"\n"
+        ),
+        steps: Vec::new(),
+        afters: Vec::new(),
+    };
+    let mut sim = RuleModel::new(before);
+    let mut errors = Vec::new();
+    for cmd in &script {
+        let argv = cmd.argv();
+        let o = bed.run(&argv[2..].to_vec());
+        let accepted = classify(cmd, &o) == Outcome::Ok;
+        let model = sim.apply(cmd);
+        let (raw, after) = bed.read().expect("read after a write");
+        record.steps.push(RecordedStep { command: cmd.clone(), argv: argv.clone(), accepted, output: output_text(&o) });
+        record.afters.push(raw);
+        if !accepted || model.is_err() {
+            errors.push(format!("`{}`: slurmdbd {accepted}, model {model:?}: {}", argv.join(" "), output_text(&o)));
+            break;
+        }
+        if after != sim.state {
+            errors.push(format!("`{}`: real state differs from the model's:\n{}", argv.join(" "), state_diff(&after, &sim.state)));
+            break;
+        }
+    }
+    if let Ok(save) = std::env::var("SLURMPLAN_DIFF_SAVE") {
+        let ver = if bed.v2205() { "2205" } else { "2411" };
+        let dir = Path::new(&save).join(format!("{ver}-qos-deltas"));
+        let about = format!(
+            "qos_delta_writes_match_real_slurmdbd (tests/differential_real.rs): seeded with\n{}\nthen the steps in steps.json",
+            seed.iter().map(|w| format!("  sacctmgr -i {}", w.join(" "))).collect::<Vec<_>>().join("\n")
+        );
+        let kind = if errors.is_empty() { Kind::Plan } else { Kind::Mismatch };
+        let message = if errors.is_empty() {
+            "real slurmdbd and the model agreed on every step; kept so that the model stays so".to_string()
+        } else {
+            errors.join("\n")
+        };
+        let f = Failure { kind, message, record: Some(Box::new(record)) };
+        save_fixture(&dir, &bed, &about, &f).expect("write the fixture");
+    }
+    cleanup(&bed, prefix).expect("clean up after");
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }

@@ -14,7 +14,8 @@
 //!   write before sacctmgr runs); the undo takes back the first step.
 //!
 //! Knobs: SLURMPLAN_UNDO_CASES (default 12), SLURMPLAN_UNDO_SEED (first seed; default from
-//! the clock, printed). Must not take the model's word: the comparison is of real reads.
+//! the clock, printed), SLURMPLAN_UNDO_KEEP (set: a failing case's files and objects are left
+//! for inspection). Must not take the model's word: the comparison is of real reads.
 
 mod common;
 mod differential;
@@ -217,6 +218,12 @@ fn undo_takes_an_apply_back_on_real_slurmdbd() {
         let dir = tempfile::tempdir().unwrap();
         let r = run_case(&bed, seed, mode, dir.path());
         let prefix = gen_case(seed, bed.v2205()).prefix;
+        if r.is_err() && std::env::var_os("SLURMPLAN_UNDO_KEEP").is_some() {
+            let kept = dir.keep();
+            eprintln!("undo: seed {seed} failed; its files are in {} and its objects ({prefix}*) are left on the bed", kept.display());
+            failures.push(format!("seed {seed} ({mode:?}): {:?}", r.err()));
+            continue;
+        }
         let clean = cleanup(&bed, &prefix);
         match (r, clean) {
             (Ok((steps, conflict)), Ok(())) => {

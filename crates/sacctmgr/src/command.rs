@@ -211,7 +211,7 @@ impl AssocSet {
             }
         }
         if let Some(q) = &self.qos {
-            a.qos = q.clone();
+            a.qos = a.qos.written(q);
         }
         if let Some(d) = &self.default_qos {
             a.default_qos = d.clone();

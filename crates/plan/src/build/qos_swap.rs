@@ -80,10 +80,10 @@ fn ready_now(
     cname: &Name,
     d: &ClusterState,
     pending: &BTreeSet<AssocRef>,
-) -> Vec<(AssocRef, Command, String)> {
+) -> Vec<(AssocRef, Command, String, bool)> {
     let c = b.cluster(cname);
     let mut selected_accounts: BTreeSet<Name> = BTreeSet::new();
-    let mut ready: Vec<(AssocRef, Command, String)> = Vec::new();
+    let mut ready: Vec<(AssocRef, Command, String, bool)> = Vec::new();
     for t in pending {
         let under_selected = |acct: &Name| {
             selected_accounts.contains(acct)
@@ -94,38 +94,63 @@ fn ready_now(
                 if under_selected(n) {
                     continue;
                 }
-                let Some(cmd) = account_final(c, cname, d, n) else { continue };
+                let Some((cmd, done)) = account_final(c, cname, d, n) else { continue };
                 selected_accounts.insert(n.clone());
-                ready.push((t.clone(), cmd, acct_addr(cname, n)));
+                ready.push((t.clone(), cmd, acct_addr(cname, n), done));
             }
             AssocRef::User(k) => {
                 if under_selected(&k.account) {
                     continue;
                 }
-                let Some(cmd) = user_final(c, cname, d, k, pending) else { continue };
-                ready.push((t.clone(), cmd, user_addr(cname, k)));
+                let Some((cmd, done)) = user_final(c, cname, d, k, pending) else { continue };
+                ready.push((t.clone(), cmd, user_addr(cname, k), done));
             }
         }
     }
     ready
 }
 
-/// The command giving account `n` its final QoS settings, if that is valid now.
-fn account_final(c: &ClusterState, cname: &Name, d: &ClusterState, n: &Name) -> Option<Command> {
+/// The command giving account `n` its final QoS settings (true), or the clear on the way to
+/// them (false, [`toward`]), if that is valid now.
+fn account_final(c: &ClusterState, cname: &Name, d: &ClusterState, n: &Name) -> Option<(Command, bool)> {
     let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
     let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
-    let mut next = have.clone();
-    next.qos = want.qos.clone();
-    next.default_qos = want.default_qos.clone();
-    if rules::check_account_change(c, n, &next).is_err() {
-        return None;
+    toward(have, want).into_iter().find_map(|(next, done)| {
+        if rules::check_account_change(c, n, &next).is_err() {
+            return None;
+        }
+        let set = qos_set(have, &next);
+        // Slurm 22.05 checks the user rows below (rules::check_user_rows_for_account_qos).
+        if account_rows_block(c, n, &next, &set) {
+            return None;
+        }
+        Some((Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set }, done))
+    })
+}
+
+/// What `have` may become by the next write toward `want`'s QoS part, in order of
+/// preference, each with whether it is `want`'s. A QoS delta is stored as written only on an
+/// association that inherits (`QosList::written`: on an explicit list it edits the list, on
+/// other deltas it stacks), so reaching one (an undo restores deltas) from anything else
+/// first clears the list (`qos=`), with the DefaultQOS it has or the one it is to have
+/// (whichever the cleared list keeps valid), and writes the delta after.
+fn toward(have: &Assoc, want: &Assoc) -> Vec<(Assoc, bool)> {
+    if have.qos == want.qos || have.qos.written(&want.qos) == want.qos {
+        let mut next = have.clone();
+        next.qos = want.qos.clone();
+        next.default_qos = want.default_qos.clone();
+        return vec![(next, true)];
     }
-    let set = qos_set(have, want);
-    // Slurm 22.05 checks the user rows below (rules::check_user_rows_for_account_qos).
-    if account_rows_block(c, n, &next, &set) {
-        return None;
+    let mut out = Vec::new();
+    for default_qos in [&have.default_qos, &want.default_qos] {
+        let mut next = have.clone();
+        next.qos = QosList::Inherit;
+        next.default_qos = default_qos.clone();
+        if !out.iter().any(|(o, _)| *o == next) {
+            out.push((next, false));
+        }
     }
-    Some(Command::ModifyAccount { cluster: cname.clone(), names: vec![n.clone()], set })
+    out
 }
 
 /// The command giving user association `k` its final QoS settings, if that is valid now and
@@ -136,15 +161,10 @@ fn user_final(
     d: &ClusterState,
     k: &UserKey,
     pending: &BTreeSet<AssocRef>,
-) -> Option<Command> {
+) -> Option<(Command, bool)> {
     let have = c.users.get(k).expect("exists");
     let want = d.users.get(k).expect("desired");
-    let mut next = have.clone();
-    next.qos = want.qos.clone();
-    next.default_qos = want.default_qos.clone();
-    if rules::check_user_change(c, k, &next).is_err() {
-        return None;
-    }
+    let (next, done) = toward(have, want).into_iter().find(|(next, _)| rules::check_user_change(c, k, next).is_ok())?;
     // A final list without the account's coming DefaultQOS waits for it
     // (Slurm 22.05 checks the user rows when the account gets it).
     let account_pending = pending.iter().any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account));
@@ -153,32 +173,36 @@ fn user_final(
     if account_pending
         && let Some(q) = coming
         && has_now != Some(q)
-        && !matches!(want.qos, QosList::Inherit)
+        && !matches!(next.qos, QosList::Inherit)
         && !c.user_effective_qos(k, &next).contains(q)
     {
         return None;
     }
-    let set = qos_set(have, want);
-    Some(Command::ModifyUser {
+    let set = qos_set(have, &next);
+    let cmd = Command::ModifyUser {
         cluster: cname.clone(),
         users: vec![k.user.clone()],
         account: k.account.clone(),
         partition: k.partition.clone(),
         set,
-    })
+    };
+    Some((cmd, done))
 }
 
 /// Emits the ready commands batched: the same command with another object list is merged into
 /// the first one's batch (in the order of first appearance; each batch keyed by its command
-/// without objects, names gathered, then set once).
+/// without objects, names gathered, then set once). A command that is not yet the final one
+/// (`done` false) leaves its association pending.
 fn emit_batched(
     b: &mut Builder<'_>,
     pending: &mut BTreeSet<AssocRef>,
-    ready: Vec<(AssocRef, Command, String)>,
+    ready: Vec<(AssocRef, Command, String, bool)>,
 ) -> Result<(), PlanError> {
     let mut batches: Vec<(Command, Vec<Name>, Vec<String>)> = Vec::new();
-    for (t, cmd, object) in ready {
-        pending.remove(&t);
+    for (t, cmd, object, done) in ready {
+        if done {
+            pending.remove(&t);
+        }
         let key = cmd.with_objects(Vec::new());
         match batches.iter_mut().find(|(k, _, _)| *k == key) {
             Some((_, names, objects)) => {
