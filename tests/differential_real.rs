@@ -395,9 +395,9 @@ fn qos_delta_writes_match_real_slurmdbd() {
         on_account(delta(&["q1"], &[])),     // replaces -q1: +q1,+q2
         on_account(delta(&["q0"], &["q2"])), // +q0,+q1,-q2
         on_user(set(&["q0"])),
-        on_user(delta(&["q2"], &[])),        // explicit: q0,q2
+        on_user(delta(&["q2"], &[])), // explicit: q0,q2
         on_user(QosList::Inherit),
-        on_user(delta(&[], &["q1"])),        // inherit -> -q1
+        on_user(delta(&[], &["q1"])), // inherit -> -q1
         on_account(QosList::Inherit),
     ];
     let (before_raw, before) = bed.read().expect("read before");
@@ -413,7 +413,7 @@ fn qos_delta_writes_match_real_slurmdbd() {
     let mut errors = Vec::new();
     for cmd in &script {
         let argv = cmd.argv();
-        let o = bed.run(&argv[2..].to_vec());
+        let o = bed.run(&argv[2..]);
         let accepted = classify(cmd, &o) == Outcome::Ok;
         let model = sim.apply(cmd);
         let (raw, after) = bed.read().expect("read after a write");
@@ -424,7 +424,11 @@ fn qos_delta_writes_match_real_slurmdbd() {
             break;
         }
         if after != sim.state {
-            errors.push(format!("`{}`: real state differs from the model's:\n{}", argv.join(" "), state_diff(&after, &sim.state)));
+            errors.push(format!(
+                "`{}`: real state differs from the model's:\n{}",
+                argv.join(" "),
+                state_diff(&after, &sim.state)
+            ));
             break;
         }
     }

@@ -220,7 +220,10 @@ fn undo_takes_an_apply_back_on_real_slurmdbd() {
         let prefix = gen_case(seed, bed.v2205()).prefix;
         if r.is_err() && std::env::var_os("SLURMPLAN_UNDO_KEEP").is_some() {
             let kept = dir.keep();
-            eprintln!("undo: seed {seed} failed; its files are in {} and its objects ({prefix}*) are left on the bed", kept.display());
+            eprintln!(
+                "undo: seed {seed} failed; its files are in {} and its objects ({prefix}*) are left on the bed",
+                kept.display()
+            );
             failures.push(format!("seed {seed} ({mode:?}): {:?}", r.err()));
             continue;
         }

@@ -256,7 +256,11 @@ impl QosList {
                 None => {
                     plus.remove(n);
                     minus.remove(n);
-                    if adds { plus.insert(n.clone()) } else { minus.insert(n.clone()) };
+                    if adds {
+                        plus.insert(n.clone())
+                    } else {
+                        minus.insert(n.clone())
+                    };
                 }
             }
         }
