@@ -339,8 +339,8 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
 /// QoS delta writes (`qos=+q`, `qos=-q`), which plans make only to restore stored deltas (an
 /// undo), on every kind of stored list: real slurmdbd edits an explicit list, stacks on
 /// inheritance and deltas, and leaves an emptied list inheriting with the removal as a delta
-/// (`QosList::written`). A fixed script on one account, the sub-account under it and a user
-/// row; after every write the real read must equal the model's state. With
+/// (`QosList::written`); deleting a QoS strips it from deltas (`QosList::delta_stripped`). A
+/// fixed script on one account, the sub-account under it and a user row; after every write the real read must equal the model's state. With
 /// SLURMPLAN_DIFF_SAVE set, the run is also saved there as a fixture (`VER-qos-deltas`) that
 /// tests/differential_fixtures.rs replays offline.
 #[test]
@@ -398,6 +398,8 @@ fn qos_delta_writes_match_real_slurmdbd() {
         on_user(delta(&["q2"], &[])), // explicit: q0,q2
         on_user(QosList::Inherit),
         on_user(delta(&[], &["q1"])), // inherit -> -q1
+        // deleting a QoS strips it from the deltas that name it: the account's `-q2` goes
+        Command::DeleteQos { names: vec![q("q2")] },
         on_account(QosList::Inherit),
     ];
     let (before_raw, before) = bed.read().expect("read before");

@@ -223,6 +223,21 @@ impl QosList {
         matches!(self, QosList::Inherit)
     }
 
+    /// What deleting the QoS `gone` leaves of a stored delta: slurmdbd strips their `+q`/`-q`
+    /// (as_mysql_qos.c, remove), and an emptied delta inherits. Other lists are returned as
+    /// they are (an explicit list or a DefaultQOS that names a QoS keeps it from being deleted:
+    /// `RuleModel` refuses, so plans change them first).
+    pub fn delta_stripped(&self, gone: &BTreeSet<Name>) -> QosList {
+        match self {
+            QosList::Delta { add, remove } if add.iter().chain(remove).any(|n| gone.contains(n)) => {
+                let add: BTreeSet<Name> = add.difference(gone).cloned().collect();
+                let remove: BTreeSet<Name> = remove.difference(gone).cloned().collect();
+                if add.is_empty() && remove.is_empty() { QosList::Inherit } else { QosList::Delta { add, remove } }
+            }
+            _ => self.clone(),
+        }
+    }
+
     /// What slurmdbd stores after `set qos=W` on an association that stores `self`
     /// (as_mysql_assoc.c, modify; checked on 22.05 and 24.11 by tests/differential_real.rs):
     /// a plain list, or an empty one, replaces whatever is stored. Each `+q`/`-q` of a delta
@@ -317,6 +332,11 @@ mod tests {
         assert_eq!(QosList::Inherit.written(&delta(&["hi"], &[])), delta(&["hi"], &[]));
         assert_eq!(delta(&["hi"], &["lo"]).written(&delta(&["lo"], &[])), delta(&["hi", "lo"], &[]));
         assert_eq!(delta(&["hi"], &[]).written(&delta(&[], &["hi"])), delta(&[], &["hi"]));
+        // deleting a QoS strips it from deltas only; an emptied delta inherits
+        let gone = n(&["hi"]);
+        assert_eq!(delta(&["hi"], &["lo"]).delta_stripped(&gone), delta(&[], &["lo"]));
+        assert_eq!(delta(&[], &["hi"]).delta_stripped(&gone), QosList::Inherit);
+        assert_eq!(set(&["hi"]).delta_stripped(&gone), set(&["hi"]));
         // plain and empty writes replace
         assert_eq!(delta(&["hi"], &[]).written(&set(&["lo"])), set(&["lo"]));
         assert_eq!(set(&["lo"]).written(&QosList::Inherit), QosList::Inherit);

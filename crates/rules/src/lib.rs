@@ -172,6 +172,21 @@ impl RuleModel {
                     if self.state.qos.remove(n).is_none() {
                         return err(format!("QoS `{n}` does not exist"));
                     }
+                    // slurmdbd strips it from stored deltas (`QosList::delta_stripped`); an
+                    // explicit list or a DefaultQOS that names it is refused below (real
+                    // slurmdbd would strip those too: plans change them first, in sight).
+                    let gone: BTreeSet<Name> = [n.clone()].into();
+                    for c in self.state.clusters.values_mut() {
+                        let names: Vec<Name> = c.accounts.names().into_iter().cloned().collect();
+                        for a in &names {
+                            if let Some(node) = c.accounts.get_mut(a.as_str()) {
+                                strip_delta(&mut node.assoc, &gone);
+                            }
+                        }
+                        for a in c.users.values_mut() {
+                            strip_delta(a, &gone);
+                        }
+                    }
                     for (cname, c) in &self.state.clusters {
                         let used = c.uses_qos(n);
                         if used {
@@ -665,6 +680,12 @@ impl RuleModel {
              (hint: keep one association of `{user}`, or remove those first; see docs/decisions.md)",
             hits.join(", ")
         ))
+    }
+}
+
+fn strip_delta(a: &mut Assoc, gone: &BTreeSet<Name>) {
+    if matches!(a.qos, QosList::Delta { .. }) {
+        a.qos = a.qos.delta_stripped(gone);
     }
 }
 

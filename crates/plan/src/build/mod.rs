@@ -299,8 +299,9 @@ pub fn build_steps_and_lints(
     for (cname, d) in &desired.clusters {
         account_deletes(&mut b, cname, d, false)?;
     }
+    let gone: BTreeSet<Name> = b.sim.state.qos.keys().filter(|n| !desired.qos.contains_key(*n)).cloned().collect();
     for (cname, d) in &desired.clusters {
-        qos_changes(&mut b, cname, d)?;
+        qos_changes(&mut b, cname, d, &gone)?;
     }
     account_records(&mut b, desired)?;
     for (cname, d) in &desired.clusters {

@@ -14,9 +14,10 @@ use slurmplan_sacctmgr::command::{AssocSet, Command};
 use super::{Builder, acct_addr, qos_set, user_addr};
 use crate::{Phase, PlanError};
 
-/// The QoS/DefaultQOS part of an association.
-fn qos_part(a: &Assoc) -> (QosList, Option<Name>) {
-    (a.qos.clone(), a.default_qos.clone())
+/// The QoS/DefaultQOS part of an association once the QoS `gone` are deleted (the plan's last
+/// phase), which strips them from stored deltas (`QosList::delta_stripped`).
+fn qos_part(a: &Assoc, gone: &BTreeSet<Name>) -> (QosList, Option<Name>) {
+    (a.qos.delta_stripped(gone), a.default_qos.clone())
 }
 
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -28,11 +29,17 @@ enum AssocRef {
 /// DefaultQOS-safe QoS changes: repeatedly apply every final setting that is valid now
 /// (accounts top-down, then users); when stuck, widen the next pending association's list to
 /// old ∪ new and try again (sacctmgr.md section 4: widen, move user defaults, then swap).
-pub(super) fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -> Result<(), PlanError> {
-    let mut pending = pending_targets(b, cname, d);
+/// `gone`: the QoS the plan deletes after this phase.
+pub(super) fn qos_changes(
+    b: &mut Builder<'_>,
+    cname: &Name,
+    d: &ClusterState,
+    gone: &BTreeSet<Name>,
+) -> Result<(), PlanError> {
+    let mut pending = pending_targets(b, cname, d, gone);
     let mut widened: BTreeSet<AssocRef> = BTreeSet::new();
     while !pending.is_empty() {
-        let ready = ready_now(b, cname, d, &pending);
+        let ready = ready_now(b, cname, d, &pending, gone);
         if !ready.is_empty() {
             emit_batched(b, &mut pending, ready)?;
             continue;
@@ -49,14 +56,14 @@ pub(super) fn qos_changes(b: &mut Builder<'_>, cname: &Name, d: &ClusterState) -
 }
 
 /// The touched associations whose QoS list or DefaultQOS differs from the desired one.
-fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState) -> BTreeSet<AssocRef> {
+fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState, gone: &BTreeSet<Name>) -> BTreeSet<AssocRef> {
     let mut pending: BTreeSet<AssocRef> = BTreeSet::new();
     let touched = b.touched(cname);
     let c = b.cluster(cname);
     for n in &touched.accounts {
         let Some(want) = d.accounts.get(n.as_str()).map(|x| &x.assoc) else { continue };
         if let Some(have) = c.accounts.get(n.as_str())
-            && qos_part(&have.assoc) != qos_part(want)
+            && qos_part(&have.assoc, gone) != qos_part(want, gone)
         {
             pending.insert(AssocRef::Account(d.accounts.depth(n.as_str()), n.clone()));
         }
@@ -64,7 +71,7 @@ fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState) -> BTreeSet<
     for k in &touched.users {
         let Some(want) = d.users.get(k) else { continue };
         if let Some(have) = c.users.get(k)
-            && qos_part(have) != qos_part(want)
+            && qos_part(have, gone) != qos_part(want, gone)
         {
             pending.insert(AssocRef::User(k.clone()));
         }
@@ -80,6 +87,7 @@ fn ready_now(
     cname: &Name,
     d: &ClusterState,
     pending: &BTreeSet<AssocRef>,
+    gone: &BTreeSet<Name>,
 ) -> Vec<(AssocRef, Command, String, bool)> {
     let c = b.cluster(cname);
     let mut selected_accounts: BTreeSet<Name> = BTreeSet::new();
@@ -94,7 +102,7 @@ fn ready_now(
                 if under_selected(n) {
                     continue;
                 }
-                let Some((cmd, done)) = account_final(c, cname, d, n) else { continue };
+                let Some((cmd, done)) = account_final(c, cname, d, n, gone) else { continue };
                 selected_accounts.insert(n.clone());
                 ready.push((t.clone(), cmd, acct_addr(cname, n), done));
             }
@@ -102,7 +110,7 @@ fn ready_now(
                 if under_selected(&k.account) {
                     continue;
                 }
-                let Some((cmd, done)) = user_final(c, cname, d, k, pending) else { continue };
+                let Some((cmd, done)) = user_final(c, cname, d, k, pending, gone) else { continue };
                 ready.push((t.clone(), cmd, user_addr(cname, k), done));
             }
         }
@@ -112,14 +120,19 @@ fn ready_now(
 
 /// The command giving account `n` its final QoS settings (true), or the clear on the way to
 /// them (false, [`toward`]), if that is valid now.
-fn account_final(c: &ClusterState, cname: &Name, d: &ClusterState, n: &Name) -> Option<(Command, bool)> {
+fn account_final(
+    c: &ClusterState,
+    cname: &Name,
+    d: &ClusterState,
+    n: &Name,
+    gone: &BTreeSet<Name>,
+) -> Option<(Command, bool)> {
     let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
     let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
-    toward(have, want).into_iter().find_map(|(next, done)| {
+    toward(have, want, gone).into_iter().find_map(|(next, set, done)| {
         if rules::check_account_change(c, n, &next).is_err() {
             return None;
         }
-        let set = qos_set(have, &next);
         // Slurm 22.05 checks the user rows below (rules::check_user_rows_for_account_qos).
         if account_rows_block(c, n, &next, &set) {
             return None;
@@ -132,22 +145,37 @@ fn account_final(c: &ClusterState, cname: &Name, d: &ClusterState, n: &Name) -> 
 /// preference, each with whether it is `want`'s. A QoS delta is stored as written only on an
 /// association that inherits (`QosList::written`: on an explicit list it edits the list, on
 /// other deltas it stacks), so reaching one (an undo restores deltas) from anything else
-/// first clears the list (`qos=`), with the DefaultQOS it has or the one it is to have
-/// (whichever the cleared list keeps valid), and writes the delta after.
-fn toward(have: &Assoc, want: &Assoc) -> Vec<(Assoc, bool)> {
-    if have.qos == want.qos || have.qos.written(&want.qos) == want.qos {
+/// first clears the list (`qos=`), with the DefaultQOS it has, the one it is to have, or none
+/// (`defaultqos=-1`: the first the cleared list keeps valid), and writes the delta (with the
+/// DefaultQOS) after. Entries of the QoS `gone` are left to their deletion, which strips them.
+/// Each with the command's `set`.
+fn toward(have: &Assoc, want: &Assoc, gone: &BTreeSet<Name>) -> Vec<(Assoc, AssocSet, bool)> {
+    let with = |qos: Option<&QosList>, default_qos: &Option<Name>| {
         let mut next = have.clone();
-        next.qos = want.qos.clone();
-        next.default_qos = want.default_qos.clone();
-        return vec![(next, true)];
-    }
-    let mut out = Vec::new();
-    for default_qos in [&have.default_qos, &want.default_qos] {
-        let mut next = have.clone();
-        next.qos = QosList::Inherit;
+        if let Some(q) = qos {
+            next.qos = have.qos.written(q);
+        }
         next.default_qos = default_qos.clone();
-        if !out.iter().any(|(o, _)| *o == next) {
-            out.push((next, false));
+        let set = AssocSet {
+            qos: qos.cloned(),
+            default_qos: (have.default_qos != *default_qos).then(|| default_qos.clone()),
+            ..Default::default()
+        };
+        (next, set)
+    };
+    if have.qos.delta_stripped(gone) == want.qos {
+        let (next, set) = with(None, &want.default_qos);
+        return vec![(next, set, true)];
+    }
+    if have.qos.written(&want.qos).delta_stripped(gone) == want.qos {
+        let (next, set) = with(Some(&want.qos), &want.default_qos);
+        return vec![(next, set, true)];
+    }
+    let mut out: Vec<(Assoc, AssocSet, bool)> = Vec::new();
+    for default_qos in [&have.default_qos, &want.default_qos, &None] {
+        let (next, set) = with(Some(&QosList::Inherit), default_qos);
+        if !out.iter().any(|(o, _, _)| *o == next) {
+            out.push((next, set, false));
         }
     }
     out
@@ -161,10 +189,12 @@ fn user_final(
     d: &ClusterState,
     k: &UserKey,
     pending: &BTreeSet<AssocRef>,
+    gone: &BTreeSet<Name>,
 ) -> Option<(Command, bool)> {
     let have = c.users.get(k).expect("exists");
     let want = d.users.get(k).expect("desired");
-    let (next, done) = toward(have, want).into_iter().find(|(next, _)| rules::check_user_change(c, k, next).is_ok())?;
+    let (next, set, done) =
+        toward(have, want, gone).into_iter().find(|(next, _, _)| rules::check_user_change(c, k, next).is_ok())?;
     // A final list without the account's coming DefaultQOS waits for it
     // (Slurm 22.05 checks the user rows when the account gets it).
     let account_pending = pending.iter().any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account));
@@ -178,7 +208,6 @@ fn user_final(
     {
         return None;
     }
-    let set = qos_set(have, &next);
     let cmd = Command::ModifyUser {
         cluster: cname.clone(),
         users: vec![k.user.clone()],
