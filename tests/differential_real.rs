@@ -221,6 +221,10 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
 }
 
 /// Seeding writes marked `may_refuse` that slurmdbd refused, in this run (shrink runs included).
+/// The tests of this file compare whole reads of the bed after every write: they take turns
+/// (`cargo test` runs tests of one binary at once).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 static REFUSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Run, then clean up whatever the outcome. A clean-up that fails is a failure of the case
@@ -283,6 +287,7 @@ fn save_fixture(dir: &Path, bed: &Bed, about: &str, f: &Failure) -> std::io::Res
 #[test]
 #[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test differential_real -- --ignored"]
 fn model_matches_real_slurmdbd_on_generated_sites() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let bed = bed();
     let cases = env_num("SLURMPLAN_DIFF_CASES", 10);
     let clock = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
@@ -348,6 +353,7 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
 fn qos_delta_writes_match_real_slurmdbd() {
     use slurmplan::model::{Name, NameKind, QosList};
     use slurmplan::sacctmgr::command::AssocSet;
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let bed = bed();
     let prefix = "zdqx";
     let name = |s: &str, k: NameKind| Name::from_sacctmgr(&format!("{prefix}{s}"), k).unwrap();
