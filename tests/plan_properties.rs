@@ -1274,3 +1274,66 @@ default u0 p2
     );
     assert_pair_ok(&current, &desired);
 }
+
+/// Found by `plans_are_safe_and_converge` (20,000 cases): `p2` stores `+paused,-c` and moves
+/// under `p5`, which inherits `c` with DefaultQOS `c` from `p3`; QoS `c` is deleted (which strips
+/// the `-c`, so the desired delta is `+paused`). Under `p5`, `p2`'s list would be `paused`
+/// with `c` inherited as DefaultQOS, so the move needs a pin first.
+#[test]
+fn delta_moved_under_a_default_it_removes_is_pinned() {
+    let current = "qos a {\"description\":\"a\"}
+qos c {\"description\":\"c\"}
+qos normal {\"description\":\"normal\"}
+qos paused {\"description\":\"paused\"}
+cluster c1
+account root - qos=normal def=normal
+account p0 root qos=inherit def=-
+account p2 p0 qos=+paused,-c def=-
+account p3 p0 qos=c def=c
+account p5 p3 qos=inherit def=-
+user u0 p0 - qos=inherit def=-
+default u0 p0
+"
+    .to_string();
+    let desired = "qos a {\"description\":\"a\"}
+qos normal {\"description\":\"normal\"}
+qos paused {\"description\":\"paused\"}
+cluster c1
+account root - qos=normal def=normal
+account p0 root qos=inherit def=-
+account p3 p0 qos=inherit def=-
+account p5 p3 qos=inherit def=-
+account p2 p5 qos=+paused def=-
+user u0 p0 - qos=inherit def=-
+default u0 p0
+"
+    .to_string();
+    assert_pair_ok(&current, &desired);
+}
+
+/// Found by `.ci/run`'s 4,000 cases: the same with the move straight under the account that
+/// has the DefaultQOS (`p0`: `+normal,-c` under `p1`: `c`); the final QoS first is no way out,
+/// as `+normal` written on `+normal,-c` leaves the `-c`.
+#[test]
+fn delta_moved_under_the_default_it_removes_is_pinned() {
+    let current = "qos a {\"description\":\"a\"}
+qos c {\"description\":\"c\"}
+qos normal {\"description\":\"normal\"}
+cluster c1
+account root - qos=normal def=normal
+account p0 root qos=+normal,-c def=-
+account p1 root qos=c def=c
+account p2 p0 qos=inherit def=-
+"
+    .to_string();
+    let desired = "qos a {\"description\":\"a\"}
+qos normal {\"description\":\"normal\"}
+cluster c1
+account root - qos=normal def=normal
+account p1 root qos=a def=a
+account p0 p1 qos=+normal def=-
+account p2 p0 qos=inherit def=-
+"
+    .to_string();
+    assert_pair_ok(&current, &desired);
+}

@@ -60,7 +60,10 @@ fn make_move_safe(
     fin.qos = want.qos.clone();
     fin.default_qos = want.default_qos.clone();
     let set = qos_set(&have, want);
+    // One write gives the final list unless it is a delta on a list that is not inherited
+    // (`QosList::written`: it would edit or stack on it); then the move is pinned instead.
     if fin != have
+        && have.qos.written(&want.qos) == want.qos
         && rules::check_account_change(c, name, &fin).is_ok()
         && rules::check_reparent_with(c, name, parent, &fin).is_ok()
     {
