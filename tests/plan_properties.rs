@@ -1337,3 +1337,25 @@ account p2 p0 qos=inherit def=-
     .to_string();
     assert_pair_ok(&current, &desired);
 }
+
+/// Found by `plans_are_safe_and_converge` (20,000 cases): `p0` stores `+b,+c,-a,-paused` and is
+/// to store `+b,-a,-paused` (an undo's target; `c` stays), which takes clearing its list first;
+/// cleared, it would leave `u1` (DefaultQOS `b` of its own, inheriting `p0`'s list) without `b`.
+/// `u1` gets an explicit list first and inherits again after.
+#[test]
+fn clearing_a_delta_widens_the_user_rows_it_would_break() {
+    let current = "qos a {\"description\":\"a\"}
+qos b {\"description\":\"b\"}
+qos c {\"description\":\"c\"}
+qos normal {\"description\":\"normal\"}
+qos paused {\"description\":\"paused\"}
+cluster c1
+account root - qos=normal def=-
+account p0 root qos=+b,+c,-a,-paused def=-
+user u1 p0 - qos=inherit def=b
+default u1 p0
+"
+    .to_string();
+    let desired = current.replace("account p0 root qos=+b,+c,-a,-paused", "account p0 root qos=+b,-a,-paused");
+    assert_pair_ok(&current, &desired);
+}

@@ -11,7 +11,7 @@ use slurmplan_model::{Assoc, ClusterState, Name, QosList, UserKey};
 use slurmplan_rules as rules;
 use slurmplan_sacctmgr::command::{AssocSet, Command};
 
-use super::{Builder, acct_addr, qos_set, user_addr};
+use super::{Builder, acct_addr, user_addr};
 use crate::{Phase, PlanError};
 
 /// The QoS/DefaultQOS part of an association once the QoS `gone` are deleted (the plan's last
@@ -47,7 +47,7 @@ pub(super) fn qos_changes(
         // Stuck on an account whose QoS change Slurm 22.05 refuses because of user rows under
         // it (a new DefaultQOS or their own outside their list): those rows get a wide
         // explicit list first, and their final value once the account is done.
-        if widen_users_for_account(b, cname, d, &mut pending, &mut widened)? {
+        if widen_users_for_account(b, cname, d, &mut pending, &mut widened, gone)? {
             continue;
         }
         widen_next(b, cname, d, &pending, &mut widened)?;
@@ -338,6 +338,7 @@ fn widen_users_for_account(
     d: &ClusterState,
     pending: &mut BTreeSet<AssocRef>,
     widened: &mut BTreeSet<AssocRef>,
+    gone: &BTreeSet<Name>,
 ) -> Result<bool, PlanError> {
     let mut wide: Vec<(UserKey, BTreeSet<Name>)> = Vec::new();
     {
@@ -346,16 +347,19 @@ fn widen_users_for_account(
             let AssocRef::Account(_, n) = t else { continue };
             let want = &d.accounts.get(n.as_str()).expect("desired").assoc;
             let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
-            let mut next = have.clone();
-            next.qos = want.qos.clone();
-            next.default_qos = want.default_qos.clone();
-            let set = qos_set(have, want);
-            if !account_rows_block(c, n, &next, &set) {
-                continue;
-            }
-            for (k, list) in blocking_rows(c, n, &next, &set) {
-                if !widened.contains(&AssocRef::User(k.clone())) {
-                    wide.push((k, list));
+            // The account's next write ([`toward`]: its final settings, or the clear on the
+            // way to a delta, which leaves the rows inheriting the parent's list).
+            for (next, set, _) in toward(have, want, gone) {
+                if !account_rows_block(c, n, &next, &set) {
+                    continue;
+                }
+                for (k, list) in blocking_rows(c, n, &next, &set) {
+                    if !widened.contains(&AssocRef::User(k.clone())) {
+                        wide.push((k, list));
+                    }
+                }
+                if !wide.is_empty() {
+                    break;
                 }
             }
             if !wide.is_empty() {
