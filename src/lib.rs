@@ -16,6 +16,7 @@ pub use slurmplan_output as output;
 pub use slurmplan_pipeline as pipeline;
 pub use slurmplan_plan as plan;
 pub use slurmplan_render as render;
+pub use slurmplan_rest as rest;
 pub use slurmplan_rules as rules;
 pub use slurmplan_sacctmgr as sacctmgr;
 pub use slurmplan_waldur as waldur;

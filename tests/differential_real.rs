@@ -338,6 +338,14 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
         t0.elapsed().as_secs_f64(),
         REFUSED.load(std::sync::atomic::Ordering::Relaxed)
     );
+    if let Some(rest) = &bed.rest {
+        let n = bed.rest_compared.load(std::sync::atomic::Ordering::Relaxed);
+        eprintln!(
+            "differential: {n} states read through slurmrestd at {} ({}) as well, each equal to sacctmgr's",
+            rest.url(),
+            rest.data_parser().unwrap_or("?")
+        );
+    }
     assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n"));
 }
 

@@ -37,12 +37,38 @@ pub struct Global {
     /// run on DEST). Not for ssh, which joins words into a shell line: use --ssh
     #[arg(long, global = true, env = "SLURMPLAN_EXEC_PREFIX", value_name = "WORDS")]
     pub exec_prefix: Option<String>,
+    /// How slurmdbd is read: `sacctmgr` (run locally, through --exec-prefix or over --ssh) or
+    /// `rest` (slurmrestd at --rest-url, Slurm 24.11 and later; reads only: apply, reconcile
+    /// and undo write with sacctmgr)
+    #[arg(long, global = true, value_enum, env = "SLURMPLAN_TRANSPORT", default_value_t = TransportChoice::Sacctmgr)]
+    pub transport: TransportChoice,
+    /// slurmrestd's URL for --transport rest: https://HOST:PORT[/PREFIX] (plain http only to a
+    /// loopback address)
+    #[arg(long, global = true, env = "SLURMPLAN_REST_URL", value_name = "URL")]
+    pub rest_url: Option<String>,
+    /// File holding the JWT for --transport rest (private to its owner); without it the
+    /// SLURM_JWT variable. Sent only as X-SLURM-USER-TOKEN, never printed
+    #[arg(long, global = true, env = "SLURMPLAN_REST_TOKEN_FILE", value_name = "FILE")]
+    pub rest_token_file: Option<PathBuf>,
+    /// X-SLURM-USER-NAME for --transport rest (default: the user the token names)
+    #[arg(long, global = true, env = "SLURMPLAN_REST_USER", value_name = "NAME")]
+    pub rest_user: Option<String>,
+    /// PEM file of the CA(s) slurmrestd's certificate is checked against, instead of the
+    /// built-in roots
+    #[arg(long, global = true, env = "SLURMPLAN_REST_CA_CERT", value_name = "FILE")]
+    pub rest_ca_cert: Option<PathBuf>,
     /// Colour: auto (when stdout is a terminal and NO_COLOR is unset), always, never
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
     /// Seconds before a sacctmgr call is killed
     #[arg(long, global = true, default_value_t = 120, value_name = "SECONDS")]
     pub timeout: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TransportChoice {
+    Sacctmgr,
+    Rest,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

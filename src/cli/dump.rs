@@ -14,11 +14,13 @@ use super::state::read_live;
 use super::{EXIT_OK, Failure, Outcome};
 
 pub fn run(s: &Settings, a: DumpArgs) -> Outcome {
-    let r = s.runner()?;
-    let version = live::version(&r).map_err(|e| Failure::new("cannot run `sacctmgr -V`").cause(e.to_string()))?;
+    let r = s.reader()?;
+    let via = r.describe()?;
+    let version = live::version(r.transport())
+        .map_err(|e| Failure::new(format!("cannot read the Slurm version through {via}")).cause(e.to_string()))?;
     // Parsed before writing: a snapshot slurmplan cannot read back is not written.
-    let (raw, state, unsplit) =
-        read_live(&r, live::Keep::Text, live::Clusters::All, true).map_err(|f| f.cause("no snapshot was written"))?;
+    let (raw, state, unsplit) = read_live(r.transport(), live::Keep::Text, live::Clusters::All, true)
+        .map_err(|f| f.cause("no snapshot was written"))?;
     let mut w: Vec<Diagnostic> =
         unsplit.iter().map(|u| u.diagnostic(false, "written to the snapshot as printed")).collect();
     print_diags(&mut w);

@@ -17,7 +17,10 @@ use slurmplan::diag;
 use slurmplan::plan::{self, Plan};
 use slurmplan::sacctmgr::runner::{ProcessRunner, Route};
 
-use super::args::{ColorChoice, Global};
+use slurmplan::rest::transport::{Options as RestOptions, RestTransport, Token};
+use slurmplan::sacctmgr::transport::Transport;
+
+use super::args::{ColorChoice, Global, TransportChoice};
 use super::print::print_diags;
 use super::{EXIT_USAGE, Failure};
 
@@ -41,6 +44,11 @@ pub struct Settings {
     exec_prefix: Option<String>,
     ssh: Option<String>,
     timeout: u64,
+    transport: TransportChoice,
+    rest_url: Option<String>,
+    rest_token_file: Option<PathBuf>,
+    rest_user: Option<String>,
+    rest_ca_cert: Option<PathBuf>,
     /// sacctmgr's path, taken from the agent config at most once (when a command first runs
     /// sacctmgr).
     program: OnceCell<PathBuf>,
@@ -68,14 +76,61 @@ impl Settings {
             exec_prefix: g.exec_prefix,
             ssh: g.ssh,
             timeout: g.timeout,
+            transport: g.transport,
+            rest_url: g.rest_url,
+            rest_token_file: g.rest_token_file,
+            rest_user: g.rest_user,
+            rest_ca_cert: g.rest_ca_cert,
             program: OnceCell::new(),
         }
+    }
+
+    /// The transport the current state is read through: `--transport rest` (slurmrestd), else
+    /// sacctmgr's [`Settings::runner`].
+    pub fn reader(&self) -> Result<Reader, Failure> {
+        match self.transport {
+            TransportChoice::Sacctmgr => Ok(Reader::Sacctmgr(self.runner()?)),
+            TransportChoice::Rest => self.rest().map(Reader::Rest),
+        }
+    }
+
+    fn rest(&self) -> Result<RestTransport, Failure> {
+        let url = self.rest_url.as_deref().filter(|u| !u.is_empty()).ok_or_else(|| {
+            Failure::new("`--transport rest` needs slurmrestd's URL")
+                .hint("pass --rest-url https://HOST:PORT (env SLURMPLAN_REST_URL)")
+                .code(EXIT_USAGE)
+        })?;
+        let token = match &self.rest_token_file {
+            Some(path) => Token::from_file(path),
+            None => match std::env::var("SLURM_JWT") {
+                Ok(v) if !v.is_empty() => Token::new(&v, "SLURM_JWT"),
+                _ => {
+                    return Err(Failure::new("`--transport rest` needs a JWT")
+                        .hint("pass --rest-token-file FILE (env SLURMPLAN_REST_TOKEN_FILE), or set SLURM_JWT")
+                        .code(EXIT_USAGE));
+                }
+            },
+        }
+        .map_err(|e| Failure::new(e.message).hint(e.hint).code(EXIT_USAGE))?;
+        RestTransport::new(RestOptions {
+            url: url.to_string(),
+            user: self.rest_user.clone().filter(|u| !u.is_empty()),
+            token,
+            ca_cert: self.rest_ca_cert.clone(),
+            timeout: Duration::from_secs(self.timeout),
+        })
+        .map_err(|e| Failure::new(e.message).hint(e.hint).code(EXIT_USAGE))
     }
 
     /// The runner of sacctmgr: `--sacctmgr`, else `<slurm_bin_path>/sacctmgr` of
     /// `--agent-config`, else `sacctmgr` from PATH; through `--exec-prefix` and `--ssh`, each
     /// call killed after `--timeout` seconds.
     pub fn runner(&self) -> Result<ProcessRunner, Failure> {
+        if self.transport == TransportChoice::Rest {
+            return Err(Failure::new("slurmplan does not write through slurmrestd yet: `--transport rest` only reads")
+                .hint("plan, drift, dump, show and doctor read through slurmrestd; apply, reconcile and undo need --transport sacctmgr")
+                .code(EXIT_USAGE));
+        }
         let program = self.program()?;
         let prefix: Vec<String> =
             self.exec_prefix.as_deref().unwrap_or("").split_whitespace().map(str::to_string).collect();
@@ -171,6 +226,38 @@ fn sacctmgr_from_agent_config(path: &Path) -> Result<PathBuf, Failure> {
             print_diags(&mut diags);
             Err(Failure::new(format!("cannot take sacctmgr's path from `{}`", path.display()))
                 .hint("fix the file, or give --sacctmgr PATH"))
+        }
+    }
+}
+
+/// The transport the current state is read through ([`Settings::reader`]).
+#[derive(Debug)]
+pub enum Reader {
+    Sacctmgr(ProcessRunner),
+    Rest(RestTransport),
+}
+
+impl Reader {
+    pub fn transport(&self) -> &dyn Transport {
+        match self {
+            Reader::Sacctmgr(r) => r,
+            Reader::Rest(r) => r,
+        }
+    }
+
+    /// How the reads travel, for progress lines: `sacctmgr`, or slurmrestd with its URL and
+    /// data parser (chosen here, on the first request).
+    pub fn describe(&self) -> Result<String, Failure> {
+        match self {
+            Reader::Sacctmgr(_) => Ok("sacctmgr".into()),
+            Reader::Rest(r) => {
+                let parser = r.data_parser().map_err(|e| {
+                    Failure::new("cannot use slurmrestd")
+                        .cause(e)
+                        .hint("check --rest-url, the token and that slurmrestd runs")
+                })?;
+                Ok(format!("slurmrestd at {} (data parser {parser}, user {})", r.url(), r.user()))
+            }
         }
     }
 }

@@ -32,16 +32,18 @@ pub fn read_state(s: &Settings, dir: Option<&Path>, progress: bool) -> Result<(S
             }
         },
         None => {
-            let r = s.runner()?;
+            let r = s.reader()?;
+            let via = r.describe()?;
             if progress {
                 let once = reads::READS.iter().filter(|r| !r.per_cluster).count();
                 let per = reads::READS.len() - once;
                 eprintln!(
-                    "reading current state live ({once} sacctmgr reads, and {per} per cluster, {} at once)...",
+                    "reading current state live through {via} ({once} reads, and {per} per cluster, {} at once)...",
                     live::CLUSTER_READS_AT_ONCE
                 );
             }
-            read_live(&r, live::Keep::Parsed, live::Clusters::All, progress).map(|(_, state, unsplit)| (state, unsplit))
+            read_live(r.transport(), live::Keep::Parsed, live::Clusters::All, progress)
+                .map(|(_, state, unsplit)| (state, unsplit))
         }
     }
 }
@@ -62,15 +64,16 @@ pub fn clusters_state(
     clusters: &std::collections::BTreeSet<slurmplan::model::Name>,
     progress: bool,
 ) -> Result<State, Failure> {
-    let r = s.runner()?;
+    let r = s.reader()?;
+    let via = r.describe()?;
     if progress {
         eprintln!(
-            "reading the state of {} cluster(s) live to verify ({} sacctmgr reads)...",
+            "reading the state of {} cluster(s) live through {via} to verify ({} reads)...",
             clusters.len(),
             reads::READS.iter().map(|r| if r.per_cluster { clusters.len() } else { 1 }).sum::<usize>()
         );
     }
-    let (_, state, unsplit) = read_live(&r, live::Keep::Parsed, live::Clusters::Only(clusters), progress)?;
+    let (_, state, unsplit) = read_live(r.transport(), live::Keep::Parsed, live::Clusters::Only(clusters), progress)?;
     warn_unsplit(&unsplit);
     Ok(state)
 }
@@ -107,8 +110,8 @@ pub fn read_live(
         }
     };
     live::read_consistent(r, keep, which, retrying).map_err(|e| match e {
-        live::ReadError::Live(e) => Failure::new("cannot read the current state from sacctmgr").cause(e.to_string()).hint(
-            "check that slurmdbd is up and sacctmgr works (`sacctmgr -n show cluster`), or pass --state DIR",
+        live::ReadError::Live(e) => Failure::new("cannot read the current state").cause(e.to_string()).hint(
+            "check that slurmdbd is up and sacctmgr (or slurmrestd with --transport rest) works, or pass --state DIR",
         ),
         live::ReadError::Unparsable { diags: mut d, attempts, out_of_step: true } => {
             print_diags(&mut d);

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::common::testbed::{sacctmgr_path, testbed};
 use slurmplan::model::State;
+use slurmplan::rest::transport::{Options, RestTransport, Token};
 use slurmplan::sacctmgr::live;
 use slurmplan::sacctmgr::parse::RawReads;
 use slurmplan::sacctmgr::runner::ProcessRunner;
@@ -18,6 +19,11 @@ use slurmplan::sacctmgr::transport::{Output, Transport};
 pub struct Bed {
     pub runner: ProcessRunner,
     pub version: String,
+    /// slurmrestd in front of the same slurmdbd (a bed started with `--rest`): every read is
+    /// then taken through it too and must give the same state as sacctmgr's.
+    pub rest: Option<RestTransport>,
+    /// States compared with slurmrestd's read.
+    pub rest_compared: std::sync::atomic::AtomicUsize,
 }
 
 impl Bed {
@@ -47,6 +53,23 @@ impl Bed {
         if let Some(u) = unsplit.first() {
             return Err(format!("the real state has rows that cannot be split: {}", u.diagnostic(true, "").message));
         }
+        if let Some(rest) = &self.rest {
+            let (_, via_rest, _) = live::read_consistent(rest, live::Keep::Parsed, live::Clusters::All, |_, _| {})
+                .map_err(|e| match e {
+                    live::ReadError::Live(e) => format!("the slurmrestd read failed: {e}"),
+                    live::ReadError::Unparsable { diags, .. } => format!(
+                        "the slurmrestd read does not parse: {}",
+                        diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
+                    ),
+                })?;
+            if via_rest != state {
+                return Err(format!(
+                    "the slurmrestd read differs from sacctmgr's (left: sacctmgr, right: slurmrestd):\n{}",
+                    super::state_diff(&state, &via_rest)
+                ));
+            }
+            self.rest_compared.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok((raw, state))
     }
 }
@@ -57,7 +80,31 @@ pub fn bed() -> Bed {
     let version = live::version(&runner)
         .unwrap_or_else(|e| panic!("SLURMPLAN_TESTBED is set but sacctmgr does not answer: {e}"))
         .expect("a Slurm version from sacctmgr -V");
-    Bed { runner, version }
+    let rest = rest_transport();
+    if rest.is_none() && std::env::var("SLURMPLAN_DIFF_REST").is_ok_and(|v| v == "required") {
+        panic!(
+            "SLURMPLAN_DIFF_REST=required, but the bed has no slurmrestd (start it with `up DIR --version 24.11 --rest`)"
+        );
+    }
+    Bed { runner, version, rest, rest_compared: Default::default() }
+}
+
+/// The bed's slurmrestd, when its env names one (SLURMPLAN_REST_URL, SLURMPLAN_REST_TOKEN_FILE).
+fn rest_transport() -> Option<RestTransport> {
+    let url = std::env::var("SLURMPLAN_REST_URL").ok().filter(|u| !u.is_empty())?;
+    let token_file =
+        std::env::var("SLURMPLAN_REST_TOKEN_FILE").expect("SLURMPLAN_REST_TOKEN_FILE beside SLURMPLAN_REST_URL");
+    let token = Token::from_file(std::path::Path::new(&token_file)).expect("the bed's token");
+    let t = RestTransport::new(Options {
+        url,
+        user: std::env::var("SLURMPLAN_REST_USER").ok(),
+        token,
+        ca_cert: None,
+        timeout: Duration::from_secs(60),
+    })
+    .expect("the bed's slurmrestd settings");
+    t.data_parser().unwrap_or_else(|e| panic!("the bed's slurmrestd: {e}"));
+    Some(t)
 }
 
 /// The shell command that repeats one seed on a fresh bed of this version.

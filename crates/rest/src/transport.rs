@@ -1,0 +1,648 @@
+//! [`RestTransport`]: `sacctmgr::transport::Transport` over slurmrestd. Each read of
+//! `sacctmgr::reads` becomes one or three `GET /slurmdb/VERSION/...` requests whose JSON
+//! [`crate::render`] turns into the text sacctmgr prints; the live reader cannot tell the two
+//! transports apart. The data parser VERSION is chosen once, from the paths `GET /openapi/v3`
+//! lists: the newest of [`SUPPORTED`] the server offers (v0.0.41 and older do not carry a QoS's
+//! GrpSubmitJobs and GrpTRESMins, so Slurm 24.11 is the oldest release slurmplan reads).
+//!
+//! Security: TLS is always verified (Mozilla's roots, or only `--ca-cert`'s); plain http only
+//! to a loopback address (the token would cross the network in clear); no proxy, no redirect;
+//! every request has the transport's timeout and every body a size limit; a body whose
+//! `errors` or `warnings` are not empty is an error (slurmrestd warns, with a 200, when it
+//! ignores a query parameter). The JWT ([`Token`]) has a redacted Debug, is never formatted
+//! into a message, and only goes in the `X-SLURM-USER-TOKEN` header; text from a response
+//! reaches a message cut and with the token scrubbed out.
+//!
+//! Must not: write to slurmdbd (plan steps are refused, [`Transport::run`]), print, spawn, or
+//! write files.
+
+use std::io::Read as _;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use slurmplan_sacctmgr::reads::{self, READS, Read};
+use slurmplan_sacctmgr::transport::{Output, RunError, Transport};
+
+use crate::render::{self, AccountText, AssocReads, AssocsBody, Envelope};
+
+/// Data parsers slurmplan reads, newest first (verified on Slurm 24.11.5).
+pub const SUPPORTED: &[&str] = &["v0.0.42"];
+
+/// Largest body of an association read: a million associations print about 2.5 GB of JSON.
+const ASSOC_LIMIT: u64 = 8 << 30;
+/// Largest body of any other request (the OpenAPI description is about 1 MB).
+const SMALL_LIMIT: u64 = 64 << 20;
+/// Characters of server text kept in a message.
+const SHOWN: usize = 300;
+const USER_AGENT: &str = concat!("slurmplan/", env!("CARGO_PKG_VERSION"));
+
+/// Why the transport cannot be set up (nothing was sent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SetupError {
+    pub message: String,
+    pub hint: String,
+}
+
+fn setup(message: impl Into<String>, hint: impl Into<String>) -> SetupError {
+    SetupError { message: message.into(), hint: hint.into() }
+}
+
+/// A slurmrestd JWT. Debug shows `<redacted>`; there is no Display and no Clone.
+pub struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl Token {
+    /// A token from text (a file's content or `SLURM_JWT`): surrounding whitespace dropped; it
+    /// must look like a JWT (three base64url parts), which also keeps it a valid header value.
+    pub fn new(text: &str, from: &str) -> Result<Token, SetupError> {
+        let t = text.trim();
+        let parts: Vec<&str> = t.split('.').collect();
+        let ok = parts.len() == 3
+            && parts[..2].iter().all(|p| !p.is_empty())
+            && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+        if !ok {
+            return Err(setup(
+                format!("{from} does not hold a JWT (three base64url parts joined by `.`)"),
+                "make one with `scontrol token username=USER lifespan=SECONDS` and keep only the part after `SLURM_JWT=`",
+            ));
+        }
+        Ok(Token(t.to_string()))
+    }
+
+    /// The token in `path`, a regular file private to its owner, not a link.
+    pub fn from_file(path: &Path) -> Result<Token, SetupError> {
+        let bytes = slurmplan_input::read_private(path).map_err(|e| {
+            setup(
+                format!("cannot use the token file `{}`: {e}", path.display()),
+                "the token file must be a regular file readable by its owner only (chmod 600)",
+            )
+        })?;
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| setup(format!("`{}` is not text", path.display()), "put the JWT alone in the file"))?;
+        Token::new(text, &format!("`{}`", path.display()))
+    }
+
+    /// The user the token was made for (its `sun` claim, as `scontrol token` writes it), if
+    /// the payload says.
+    pub fn user(&self) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Claims {
+            sun: Option<String>,
+        }
+        let payload = self.0.split('.').nth(1)?;
+        let bytes = base64url(payload)?;
+        let c: Claims = serde_json::from_slice(&bytes).ok()?;
+        c.sun.filter(|s| valid_user(s))
+    }
+
+    /// `text` with every occurrence of the token replaced.
+    fn scrub(&self, text: &str) -> String {
+        text.replace(&self.0, "<redacted>")
+    }
+}
+
+fn valid_user(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// Decode unpadded base64url.
+fn base64url(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for b in s.bytes() {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// How to reach slurmrestd.
+#[derive(Debug)]
+pub struct Options {
+    /// `http(s)://HOST[:PORT][/PREFIX]`.
+    pub url: String,
+    /// `X-SLURM-USER-NAME`; `None` takes the token's own user.
+    pub user: Option<String>,
+    pub token: Token,
+    /// PEM file of the CA(s) to trust instead of Mozilla's roots.
+    pub ca_cert: Option<std::path::PathBuf>,
+    /// Per request, from connect to the last byte.
+    pub timeout: Duration,
+}
+
+/// The slurmrestd transport.
+pub struct RestTransport {
+    agent: ureq::Agent,
+    base: String,
+    user: String,
+    token: Token,
+    timeout: Duration,
+    parser: OnceLock<Result<String, String>>,
+}
+
+impl std::fmt::Debug for RestTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestTransport").field("base", &self.base).field("user", &self.user).finish_non_exhaustive()
+    }
+}
+
+/// Whether `host` is a loopback name or address.
+fn loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The base URL, checked: http(s), a host, no user info, query or fragment; plain http only to
+/// a loopback address. Returned without a trailing `/`.
+pub fn check_url(url: &str) -> Result<String, SetupError> {
+    let hint = "give the slurmrestd URL as https://HOST:PORT (plain http only to 127.0.0.1, ::1 or localhost)";
+    let uri: ureq::http::Uri =
+        url.parse().map_err(|_| setup(format!("`{}` is not a URL", url.escape_debug()), hint))?;
+    let scheme = uri.scheme_str().unwrap_or("");
+    let Some(auth) = uri.authority() else {
+        return Err(setup(format!("`{}` names no host", url.escape_debug()), hint));
+    };
+    if auth.as_str().contains('@') || uri.query().is_some() || url.contains('#') {
+        return Err(setup(format!("`{}`: no user, query or fragment in the slurmrestd URL", url.escape_debug()), hint));
+    }
+    match scheme {
+        "https" => {}
+        "http" if loopback(auth.host()) => {}
+        "http" => {
+            return Err(setup(
+                format!(
+                    "`{}` is plain http to another machine: the JWT would cross the network in clear",
+                    url.escape_debug()
+                ),
+                "use https (with --ca-cert for a private CA), or a tunnel to a loopback port (`kubectl port-forward`, `ssh -L`)",
+            ));
+        }
+        _ => return Err(setup(format!("`{}` is not an http(s) URL", url.escape_debug()), hint)),
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, SetupError> {
+    let hint = "pass --ca-cert FILE with the PEM certificate(s) of your CA";
+    let text = slurmplan_input::read(path)
+        .map_err(|e| setup(format!("cannot read the CA file `{}`: {e}", path.display()), hint))?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&text) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(_) => return Err(setup(format!("`{}` is not a PEM file", path.display()), hint)),
+        }
+    }
+    if certs.is_empty() {
+        return Err(setup(format!("`{}` holds no certificate", path.display()), hint));
+    }
+    Ok(certs)
+}
+
+/// A query value, percent-encoded (names come from slurmdbd).
+fn enc(s: &str) -> String {
+    let mut o = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            o.push(b as char);
+        } else {
+            o.push_str(&format!("%{b:02X}"));
+        }
+    }
+    o
+}
+
+/// The flags of the association reads in v0.0.42, whose query parameters are named by their
+/// descriptions (an unknown name is ignored with a warning, which [`RestTransport::get`]
+/// refuses).
+const WITHOUT_PARENT_LIMITS: &str = "Exclude%20limits%20from%20parents=true";
+const RAW_QOS: &str = "Include%20the%20raw%20QOS%20or%20delta_qos=true";
+const ONLY_DEFAULTS: &str = "Filter%20to%20only%20defaults=true";
+
+trait Body: DeserializeOwned {
+    fn envelope(&self) -> &Envelope;
+}
+
+macro_rules! body {
+    ($($t:ty),*) => {$(impl Body for $t { fn envelope(&self) -> &Envelope { &self.envelope } })*};
+}
+body!(render::AssocsBody, render::ClustersBody, render::AccountsBody, render::QosBody);
+
+/// A failed request: the message, and whether it ran out of time.
+struct Failed {
+    message: String,
+    timed_out: bool,
+}
+
+impl RestTransport {
+    pub fn new(opts: Options) -> Result<RestTransport, SetupError> {
+        let base = check_url(&opts.url)?;
+        let user = match opts.user {
+            Some(u) if valid_user(&u) => u,
+            Some(u) => {
+                return Err(setup(
+                    format!("`{}` is not a user name", u.escape_debug()),
+                    "give --rest-user the name the token was made for",
+                ));
+            }
+            None => opts.token.user().ok_or_else(|| {
+                setup("the token does not name its user (no `sun` claim)", "give the user with --rest-user NAME")
+            })?,
+        };
+        if opts.timeout.is_zero() {
+            return Err(setup("a timeout of 0 would end every request", "give a timeout in seconds, e.g. 120"));
+        }
+        let mut tls = ureq::tls::TlsConfig::builder();
+        if let Some(path) = &opts.ca_cert {
+            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&read_ca(path)?));
+        }
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(opts.timeout))
+            .user_agent(USER_AGENT)
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .proxy(None)
+            .tls_config(tls.build())
+            .build();
+        Ok(RestTransport {
+            agent: config.into(),
+            base,
+            user,
+            token: opts.token,
+            timeout: opts.timeout,
+            parser: OnceLock::new(),
+        })
+    }
+
+    /// The base URL (no token in it).
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    /// `X-SLURM-USER-NAME`.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// The data parser in use, chosen on first use from `GET /openapi/v3`.
+    pub fn data_parser(&self) -> Result<&str, String> {
+        self.parser.get_or_init(|| self.negotiate().map_err(|f| f.message)).as_deref().map_err(Clone::clone)
+    }
+
+    fn negotiate(&self) -> Result<String, Failed> {
+        #[derive(Deserialize)]
+        struct OpenApi {
+            paths: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+        }
+        let url = format!("{}/openapi/v3", self.base);
+        let api: OpenApi = self.send("/openapi/v3", SMALL_LIMIT, |_, r| {
+            serde_json::from_reader(std::io::BufReader::new(r)).map_err(|e| self.unreadable(&url, &e))
+        })?;
+        let offered: std::collections::BTreeSet<&str> = api
+            .paths
+            .keys()
+            .filter_map(|p| p.strip_prefix("/slurmdb/"))
+            .filter_map(|p| p.split('/').next())
+            .filter(|v| v.starts_with('v'))
+            .collect();
+        match SUPPORTED.iter().find(|v| offered.contains(*v)) {
+            Some(v) => Ok(v.to_string()),
+            None => Err(Failed {
+                message: format!(
+                    "slurmrestd at {} offers the slurmdb data parsers {}; slurmplan reads {} (Slurm 24.11 and later)",
+                    self.base,
+                    if offered.is_empty() {
+                        "none".to_string()
+                    } else {
+                        offered.into_iter().collect::<Vec<_>>().join(", ")
+                    },
+                    SUPPORTED.join(", ")
+                ),
+                timed_out: false,
+            }),
+        }
+    }
+
+    /// One GET of `path` (from the base): its status and body handed to `take` (the body
+    /// through a reader of at most `limit` bytes).
+    fn send<T>(
+        &self,
+        path: &str,
+        limit: u64,
+        take: impl FnOnce(u16, &mut dyn std::io::Read) -> Result<T, Failed>,
+    ) -> Result<T, Failed> {
+        let url = format!("{}{path}", self.base);
+        let resp = self
+            .agent
+            .get(&url)
+            .header("X-SLURM-USER-NAME", &self.user)
+            .header("X-SLURM-USER-TOKEN", &self.token.0)
+            .header("Accept", "application/json")
+            .call();
+        let mut resp = resp.map_err(|e| {
+            let timed_out = matches!(e, ureq::Error::Timeout(_));
+            Failed { message: format!("GET {url}: {}", self.shown(&e.to_string())), timed_out }
+        })?;
+        let status = resp.status().as_u16();
+        let mut reader = resp.body_mut().with_config().limit(limit).reader();
+        if status != 200 {
+            let mut body = Vec::new();
+            let _ = (&mut reader).take(64 << 10).read_to_end(&mut body);
+            return Err(self.status_failure(&url, status, &body));
+        }
+        take(status, &mut reader)
+    }
+
+    /// A body that did not arrive whole or does not parse.
+    fn unreadable(&self, url: &str, e: &dyn std::fmt::Display) -> Failed {
+        let text = e.to_string();
+        let low = text.to_ascii_lowercase();
+        Failed {
+            message: format!("GET {url}: an answer slurmplan cannot read: {}", self.shown(&text)),
+            timed_out: low.contains("timeout") || low.contains("timed out"),
+        }
+    }
+
+    /// Server text for a message: token scrubbed, control characters escaped, cut.
+    fn shown(&self, text: &str) -> String {
+        let s = self.token.scrub(text);
+        let s: String = s.chars().flat_map(char::escape_debug).collect();
+        if s.chars().count() > SHOWN { s.chars().take(SHOWN).collect::<String>() + "..." } else { s }
+    }
+
+    fn status_failure(&self, url: &str, status: u16, body: &[u8]) -> Failed {
+        let problems = serde_json::from_slice::<Envelope>(body)
+            .map(|e| e.errors.iter().map(render::Problem::line).collect::<Vec<_>>().join("; "))
+            .unwrap_or_default();
+        let why = match status {
+            401 => " (no token, or one slurmrestd refuses: check the token file and `auth/jwt`)",
+            403 => " (the user may not read accounting: check --rest-user and the token's user)",
+            404 => " (no such path: check the URL's prefix and that slurmrestd runs `-s openapi/slurmdbd`)",
+            _ => "",
+        };
+        let text = if problems.is_empty() {
+            String::from_utf8_lossy(&body[..body.len().min(2000)]).into_owned()
+        } else {
+            problems
+        };
+        Failed { message: format!("GET {url}: HTTP {status}{why}: {}", self.shown(text.trim())), timed_out: false }
+    }
+
+    /// GET `path` under the negotiated parser's `/slurmdb/VERSION/`, as `T`, parsed as it
+    /// arrives; any status but 200, and any error or warning in the body, is a failure.
+    fn get<T: Body>(&self, path: &str, limit: u64) -> Result<T, Failed> {
+        let version = self.data_parser().map_err(|message| Failed { message, timed_out: false })?;
+        let full = format!("/slurmdb/{version}/{path}");
+        let url = format!("{}{full}", self.base);
+        let body: T = self.send(&full, limit, |_, r| {
+            serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, r))
+                .map_err(|e| self.unreadable(&url, &e))
+        })?;
+        let env = body.envelope();
+        if !env.errors.is_empty() || !env.warnings.is_empty() {
+            let lines: Vec<String> = env
+                .errors
+                .iter()
+                .map(|p| format!("error: {}", p.line()))
+                .chain(env.warnings.iter().map(|p| format!("warning: {}", p.line())))
+                .collect();
+            return Err(Failed { message: format!("GET {url}: {}", self.shown(&lines.join("; "))), timed_out: false });
+        }
+        Ok(body)
+    }
+
+    fn assocs(&self, cluster: &str, flags: &[&str]) -> Result<Vec<render::Assoc>, Failed> {
+        let mut q = format!("associations/?cluster={}", enc(cluster));
+        for f in flags {
+            q.push('&');
+            q.push_str(f);
+        }
+        self.get::<AssocsBody>(&q, ASSOC_LIMIT).map(|b| b.associations)
+    }
+
+    /// The text of `read` (of `cluster`, for a per-cluster read).
+    fn text(&self, read: &Read, cluster: Option<&str>) -> Result<String, Failed> {
+        let rendered =
+            |r: Result<String, render::RenderError>| r.map_err(|e| Failed { message: e.0, timed_out: false });
+        let need_cluster = || {
+            cluster.ok_or_else(|| Failed {
+                message: format!("the {} read is taken per cluster", read.file),
+                timed_out: false,
+            })
+        };
+        match read.file {
+            f if f == reads::VERSION.file => {
+                let b: render::ClustersBody = self.get("clusters/", SMALL_LIMIT)?;
+                let release = b.envelope.meta.map(|m| m.slurm.release).unwrap_or_default();
+                Ok(format!("slurm {release}\n"))
+            }
+            reads::CLUSTERS => rendered(render::render_clusters(&self.get("clusters/", SMALL_LIMIT)?)),
+            reads::ASSOCS => {
+                let c = need_cluster()?;
+                let (effective, own, raw) = std::thread::scope(|s| {
+                    let e = s.spawn(|| self.assocs(c, &[]));
+                    let o = s.spawn(|| self.assocs(c, &[WITHOUT_PARENT_LIMITS]));
+                    let r = self.assocs(c, &[WITHOUT_PARENT_LIMITS, RAW_QOS]);
+                    let join = |h: std::thread::ScopedJoinHandle<'_, _>| {
+                        h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+                    };
+                    (join(e), join(o), r)
+                });
+                rendered(render::render_assocs(c, &AssocReads { effective: effective?, own: own?, raw: raw? }))
+            }
+            reads::DEFAULTS => {
+                let c = need_cluster()?;
+                rendered(render::render_defaults(c, &self.assocs(c, &[ONLY_DEFAULTS])?))
+            }
+            reads::ACCOUNTS_DESCR => {
+                rendered(render::render_accounts(&self.get("accounts/", SMALL_LIMIT)?, AccountText::Description))
+            }
+            reads::ACCOUNTS_ORG => {
+                rendered(render::render_accounts(&self.get("accounts/", SMALL_LIMIT)?, AccountText::Organization))
+            }
+            reads::QOS => rendered(render::render_qos(&self.get("qos/", SMALL_LIMIT)?)),
+            other => Err(Failed { message: format!("no slurmrestd read for `{other}`"), timed_out: false }),
+        }
+    }
+
+    /// The requests a read makes, as messages show them.
+    fn requests(&self, read: &Read, cluster: Option<&str>) -> Vec<String> {
+        let v = self.parser.get().and_then(|r| r.as_deref().ok()).unwrap_or(SUPPORTED[0]);
+        let c = enc(cluster.unwrap_or(""));
+        let paths: Vec<String> = match read.file {
+            reads::CLUSTERS => vec!["clusters/".into()],
+            f if f == reads::VERSION.file => vec!["clusters/".into()],
+            reads::ASSOCS => vec![
+                format!("associations/?cluster={c}"),
+                format!("associations/?cluster={c}&{WITHOUT_PARENT_LIMITS}"),
+                format!("associations/?cluster={c}&{WITHOUT_PARENT_LIMITS}&{RAW_QOS}"),
+            ],
+            reads::DEFAULTS => vec![format!("associations/?cluster={c}&{ONLY_DEFAULTS}")],
+            reads::ACCOUNTS_DESCR | reads::ACCOUNTS_ORG => vec!["accounts/".into()],
+            reads::QOS => vec!["qos/".into()],
+            _ => vec![],
+        };
+        paths.into_iter().map(|p| format!("GET {}/slurmdb/{v}/{p}", self.base)).collect()
+    }
+}
+
+/// The read whose arguments (with `cluster=NAME` after them for a per-cluster read) are `args`.
+fn read_of(args: &[String]) -> Option<(&'static Read, Option<&str>)> {
+    std::iter::once(&reads::VERSION).chain(READS).find_map(|r| {
+        let n = r.args.len();
+        if args.len() < n || !args[..n].iter().zip(r.args).all(|(a, b)| a == b) {
+            return None;
+        }
+        match &args[n..] {
+            [] => Some((r, None)),
+            [c] if r.per_cluster => c.strip_prefix("cluster=").map(|c| (r, Some(c))),
+            _ => None,
+        }
+    })
+}
+
+impl Transport for RestTransport {
+    fn read(&self, read: &Read, cluster: Option<&str>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        let start = Instant::now();
+        let out = match self.text(read, cluster) {
+            Ok(text) => {
+                sink(text.as_bytes());
+                Output {
+                    code: Some(0),
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    timed_out: false,
+                    duration: start.elapsed(),
+                }
+            }
+            Err(f) => Output {
+                code: if f.timed_out { None } else { Some(1) },
+                stdout: String::new(),
+                stderr: format!("error: {}\n", f.message),
+                timed_out: f.timed_out,
+                duration: start.elapsed(),
+            },
+        };
+        Ok(out)
+    }
+
+    fn run(&self, args: &[String], _stdin: Option<&[u8]>) -> Result<Output, RunError> {
+        Err(RunError::Spawn {
+            program: format!("slurmrestd at {}", self.base),
+            reason: format!(
+                "slurmplan does not write through slurmrestd yet (asked to run `sacctmgr {}`); apply with --transport sacctmgr",
+                args.join(" ")
+            ),
+        })
+    }
+
+    fn describe(&self, args: &[String]) -> Vec<String> {
+        match read_of(args) {
+            Some((read, cluster)) => self.requests(read, cluster),
+            None => vec![format!("slurmrestd at {}: no request for `sacctmgr {}`", self.base, args.join(" "))],
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // header.{"sun":"root","exp":1}.sig
+    const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJyb290IiwiZXhwIjoxfQ.c2ln";
+
+    #[test]
+    fn token_is_checked_redacted_and_names_its_user() {
+        let t = Token::new(&format!("  {JWT}\n"), "test").unwrap();
+        assert_eq!(t.user().as_deref(), Some("root"));
+        assert_eq!(format!("{t:?}"), "Token(<redacted>)");
+        assert_eq!(t.scrub(&format!("a {JWT} b")), "a <redacted> b");
+        for bad in ["", "abc", "a.b", "a b.c.d", "a..c", "a.b.c\nX-Evil: 1"] {
+            assert!(Token::new(bad, "test").is_err(), "{bad:?}");
+        }
+        let anon = Token::new("eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjF9.c2ln", "test").unwrap();
+        assert_eq!(anon.user(), None);
+    }
+
+    #[test]
+    fn urls_are_checked() {
+        assert_eq!(check_url("http://127.0.0.1:6820/").unwrap(), "http://127.0.0.1:6820");
+        assert!(check_url("http://localhost:6820").is_ok());
+        assert!(check_url("http://[::1]:6820").is_ok());
+        assert_eq!(check_url("https://rest.example:6820/slurm/").unwrap(), "https://rest.example:6820/slurm");
+        for bad in [
+            "http://rest.example:6820",
+            "ftp://x",
+            "https://u:p@rest.example",
+            "https://r.example/?a=b",
+            "nonsense",
+            "https://r.example/#f",
+        ] {
+            assert!(check_url(bad).is_err(), "{bad}");
+        }
+        let e = check_url("http://10.0.0.5:6820").unwrap_err();
+        assert!(e.message.contains("in clear"), "{e:?}");
+    }
+
+    #[test]
+    fn every_read_is_recognised_from_its_arguments() {
+        for r in std::iter::once(&reads::VERSION).chain(READS) {
+            let cluster = r.per_cluster.then_some("c1");
+            let args = r.args_for(cluster);
+            let (got, c) = read_of(&args).unwrap();
+            assert_eq!((got.file, c), (r.file, cluster));
+        }
+        assert!(read_of(&["-i".into(), "add".into()]).is_none());
+    }
+
+    #[test]
+    fn writes_are_refused_without_sending() {
+        let t = RestTransport::new(Options {
+            url: "http://127.0.0.1:9".into(),
+            user: None,
+            token: Token::new(JWT, "test").unwrap(),
+            ca_cert: None,
+            timeout: Duration::from_secs(1),
+        })
+        .unwrap();
+        assert_eq!(t.user(), "root");
+        let e = t.run(&["-i".into(), "add".into(), "account".into()], None).unwrap_err();
+        assert!(e.to_string().contains("does not write through slurmrestd"), "{e}");
+        assert!(!format!("{t:?}").contains(JWT));
+    }
+
+    #[test]
+    fn base64url_decodes() {
+        assert_eq!(base64url("eyJzdW4iOiJyb290In0").unwrap(), br#"{"sun":"root"}"#);
+        assert_eq!(base64url("YQ").unwrap(), b"a");
+        assert!(base64url("a+b").is_none());
+    }
+}
