@@ -16,6 +16,7 @@ use super::{EXIT_OK, Failure, Outcome};
 pub fn run(s: &Settings, a: DumpArgs) -> Outcome {
     let r = s.reader()?;
     let via = r.describe()?;
+    eprintln!("reading the current state live through {via}...");
     let version = live::version(r.transport())
         .map_err(|e| Failure::new(format!("cannot read the Slurm version through {via}")).cause(e.to_string()))?;
     // Parsed before writing: a snapshot slurmplan cannot read back is not written.
