@@ -363,7 +363,11 @@ fn verification_reads_only_the_clusters_the_steps_name() {
     append("defaults.txt", "other|root|root\n");
     let r = site.apply_with(&[], &[]);
     assert_eq!(r.code, 0, "{r:?}");
-    assert!(r.stderr.contains("reading the state of 1 cluster(s) live through sacctmgr to verify (6 reads)"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("reading the state of 1 cluster(s) live through sacctmgr to verify (6 reads)"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
     let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
     let reads_of =

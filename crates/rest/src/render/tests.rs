@@ -140,3 +140,23 @@ fn negative_numbers_are_refused() {
     .unwrap_err();
     assert!(e.0.contains("MaxJobs is -3"), "{e}");
 }
+
+#[test]
+fn a_bar_in_a_name_goes_through_as_sacctmgr_prints_it() {
+    let rename = |rows: &mut Vec<Assoc>| {
+        for a in rows.iter_mut().filter(|a| a.user == "zu2") {
+            a.user = "z|u2".into();
+        }
+    };
+    let (mut effective, mut own, mut raw) =
+        (assocs("assocs-testcl.json"), assocs("assocs-wopl-testcl.json"), assocs("assocs-raw-testcl.json"));
+    rename(&mut effective);
+    rename(&mut own);
+    rename(&mut raw);
+    let text = render_assocs("testcl", &AssocReads { effective, own, raw }).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("testcl|zkd|z|u2|")), "{text}");
+    let mut lb = assocs("assocs-testcl.json");
+    lb[1].user = "two\nlines".into();
+    let e = render_defaults("testcl", &lb).unwrap_err();
+    assert!(e.0.contains("line break"), "{e}");
+}
