@@ -6,7 +6,9 @@
 # the users moved to a new account, then `slurmplan plan --cluster restbench` runs RUNS times
 # (default 5) through each transport, alternating (odd runs sacctmgr first, even runs REST
 # first), release build. Prints each run, the medians, the REST/sacctmgr ratio and peak RSS.
-# The two plans are checked to be identical (same JSON) before anything is timed.
+# The two plans are checked to be identical (same JSON) before anything is timed. slurmrestd is
+# restarted before each REST run and its own peak memory reported. Needs SLURMPLAN_TESTBED
+# (the bed's DIR, from DIR/env) and about 20 minutes for the seeding on 2 cores.
 #
 # usage: . DIR/env; bench/rest-live.sh
 set -euo pipefail
@@ -53,17 +55,27 @@ plan() { # TRANSPORT OUT
 plan sacctmgr "$tmp/p-sacctmgr.json"; plan rest "$tmp/p-rest.json"
 cmp -s "$tmp/p-sacctmgr.json" "$tmp/p-rest.json" || { echo "the two plans differ" >&2; diff "$tmp/p-sacctmgr.json" "$tmp/p-rest.json" | head -20 >&2; exit 1; }
 echo "plans identical ($(wc -c <"$tmp/p-rest.json") bytes of JSON)"
-: >"$tmp/sacctmgr"; : >"$tmp/rest"
+: >"$tmp/sacctmgr"; : >"$tmp/rest"; : >"$tmp/restd"
+# slurmrestd keeps what it took to answer (GBs at this size): it is restarted before each REST
+# run (by its pid file; `up` starts it again) and its peak (VmHWM) is reported per run.
+restd_pid() { cat "$SLURMPLAN_TESTBED/run/slurmrestd.pid"; }
+restart_restd() {
+  local pid; pid=$(restd_pid)
+  kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+  scripts/slurm-testbed up "$SLURMPLAN_TESTBED" --version 24.11 --rest >/dev/null
+}
 one() { # TRANSPORT
+  [ "$1" = rest ] && restart_restd
   /usr/bin/time -o "$tmp/one" -f "%e %M" "$SP" --timeout 1200 --transport "$1" --cluster "$cl" plan -d "$tmp/desired.yaml" \
     --format json --allow-mass-delete >/dev/null 2>"$tmp/err" || [ $? -eq 2 ] || { cat "$tmp/err" >&2; exit 1; }
   cat "$tmp/one" >>"$tmp/$1"
+  if [ "$1" = rest ]; then awk '/VmHWM/ {print int($2/1024)}' "/proc/$(restd_pid)/status" >>"$tmp/restd"; fi
 }
 for i in $(seq "$runs"); do
   if [ $((i % 2)) -eq 1 ]; then one sacctmgr; one rest; else one rest; one sacctmgr; fi
-  echo "  run $i: sacctmgr $(tail -1 "$tmp/sacctmgr" | cut -d' ' -f1) s, rest $(tail -1 "$tmp/rest" | cut -d' ' -f1) s"
+  echo "  run $i: sacctmgr $(tail -1 "$tmp/sacctmgr" | cut -d' ' -f1) s, rest $(tail -1 "$tmp/rest" | cut -d' ' -f1) s (slurmrestd peak $(tail -1 "$tmp/restd") MiB)"
 done
 ms=$(cut -d' ' -f1 "$tmp/sacctmgr" | median); mr=$(cut -d' ' -f1 "$tmp/rest" | median)
 rss() { awk 'BEGIN{m=0} {if ($2>m) m=$2} END {printf "%d", m/1024}' "$1"; }
-printf "== real %s, %s associations on %s: live plan through sacctmgr median %s s (peak RSS %s MiB) | through slurmrestd median %s s (peak RSS %s MiB) | rest/sacctmgr %.2f\n" \
-  "$(sm -V)" "$n" "$cl" "$ms" "$(rss "$tmp/sacctmgr")" "$mr" "$(rss "$tmp/rest")" "$(echo "$mr / $ms" | bc -l)"
+printf "== real %s, %s associations on %s: live plan through sacctmgr median %s s (peak RSS %s MiB) | through slurmrestd median %s s (peak RSS %s MiB; slurmrestd's own peak median %s MiB) | rest/sacctmgr %.2f\n" \
+  "$(sm -V)" "$n" "$cl" "$ms" "$(rss "$tmp/sacctmgr")" "$mr" "$(rss "$tmp/rest")" "$(median <"$tmp/restd")" "$(echo "$mr / $ms" | bc -l)"

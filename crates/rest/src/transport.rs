@@ -463,16 +463,13 @@ impl RestTransport {
             reads::CLUSTERS => rendered(render::render_clusters(&self.get("clusters/", SMALL_LIMIT)?)),
             reads::ASSOCS => {
                 let c = need_cluster()?;
-                let (effective, own, raw) = std::thread::scope(|s| {
-                    let e = s.spawn(|| self.assocs(c, &[]));
-                    let o = s.spawn(|| self.assocs(c, &[WITHOUT_PARENT_LIMITS]));
-                    let r = self.assocs(c, &[WITHOUT_PARENT_LIMITS, RAW_QOS]);
-                    let join = |h: std::thread::ScopedJoinHandle<'_, _>| {
-                        h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-                    };
-                    (join(e), join(o), r)
-                });
-                rendered(render::render_assocs(c, &AssocReads { effective: effective?, own: own?, raw: raw? }))
+                // One after another, not at once: slurmrestd 24.11 holds tens of KB per
+                // association while it answers (8 GB at 50,000 with the three at once,
+                // docs/performance.md), and gives little back.
+                let effective = self.assocs(c, &[])?;
+                let own = self.assocs(c, &[WITHOUT_PARENT_LIMITS])?;
+                let raw = self.assocs(c, &[WITHOUT_PARENT_LIMITS, RAW_QOS])?;
+                rendered(render::render_assocs(c, &AssocReads { effective, own, raw }))
             }
             reads::DEFAULTS => {
                 let c = need_cluster()?;
