@@ -15,9 +15,9 @@ use common::cli::s;
 use common::testbed::{new_cluster, seed, show, slurmplan, testbed};
 use slurmplan::sacctmgr::snapshot;
 
-/// The bed's slurmrestd: the test fails (never skips) without one.
+/// The bed's slurmrestd (a 24.11 bed started with `--rest`): the test fails (never skips)
+/// without one.
 fn rest_bed() -> String {
-    testbed();
     let url = std::env::var("SLURMPLAN_REST_URL").unwrap_or_default();
     assert!(
         !url.is_empty() && std::env::var("SLURMPLAN_REST_TOKEN_FILE").is_ok(),
@@ -33,8 +33,9 @@ fn qos(name: &str) {
 }
 
 #[test]
-#[ignore = "needs slurmrestd: scripts/slurm-testbed up DIR --version 24.11 --rest; . DIR/env; cargo test --test rest_real -- --ignored"]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test rest_real -- --ignored"]
 fn rest_reads_give_the_state_and_the_plan_sacctmgr_reads_give() {
+    testbed();
     rest_bed();
     let c = new_cluster("rest");
     let cl = format!("cluster={c}");
@@ -108,8 +109,9 @@ fn rest_reads_give_the_state_and_the_plan_sacctmgr_reads_give() {
 }
 
 #[test]
-#[ignore = "needs slurmrestd: scripts/slurm-testbed up DIR --version 24.11 --rest; . DIR/env; cargo test --test rest_real -- --ignored"]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test rest_real -- --ignored"]
 fn rest_refuses_writes_bad_tokens_loose_token_files_and_clear_text() {
+    testbed();
     let url = rest_bed();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("snap");
