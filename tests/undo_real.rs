@@ -212,8 +212,12 @@ fn undo_takes_an_apply_back_on_real_slurmdbd() {
         bed.version
     );
     let mut failures = Vec::new();
-    for i in 0..cases {
-        let seed = first + i;
+    // Seeds that once failed run first, every time (their case and mode come from the seed).
+    // 2600086: a conflicting write on a user row left the rest of the undo breaking its
+    // DefaultQOS; undo now names it as what it also needs (24.11.5, 2026-12-06).
+    const REGRESSIONS: &[u64] = &[2_600_086];
+    let seeds: Vec<u64> = REGRESSIONS.iter().copied().chain(first..first + cases).collect();
+    for seed in seeds {
         let mode = [Mode::Whole, Mode::Conflict, Mode::Partial][(seed % 3) as usize]; // by seed: a repeat is the same case
         let dir = tempfile::tempdir().unwrap();
         let r = run_case(&bed, seed, mode, dir.path());

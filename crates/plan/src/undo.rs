@@ -456,7 +456,31 @@ pub fn restore(now: &State, before: &Before, plan: &Plan, ran: Ran, force: &[Str
     }
     targets.extend(force.iter().cloned());
     let targets: Vec<String> = targets.into_iter().collect();
-    let partial = super::target::partial_desired(now, &fixed, &targets)?;
+    let partial = match super::target::partial_desired(now, &fixed, &targets) {
+        Ok(p) => p,
+        // The targets alone would break a rule because of an object changed since the apply
+        // (a conflict left as it is now): if taking conflicts back too makes it whole, those
+        // are what the undo also needs (`--force-undo` them), as below.
+        Err(e @ super::target::TargetError::Incomplete(_)) if !unforced.is_empty() => {
+            let with = |extra: &[&str]| {
+                let mut t = targets.clone();
+                t.extend(extra.iter().map(|s| s.to_string()));
+                t.sort();
+                t.dedup();
+                super::target::partial_desired(now, &fixed, &t).is_ok()
+            };
+            let alone: Vec<String> = unforced.iter().filter(|c| with(&[**c])).map(|c| c.to_string()).collect();
+            if !alone.is_empty() {
+                return Err(UndoError::Needs(alone));
+            }
+            let all: Vec<&str> = unforced.iter().copied().collect();
+            if with(&all) {
+                return Err(UndoError::Needs(all.into_iter().map(str::to_string).collect()));
+            }
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
     // What taking the targets back needs besides them: an object the apply did not change is
     // changed only when, left as it is, it would break a rule (its repair); anything else stops.
     let (also, needs): (Vec<String>, Vec<String>) = partial
