@@ -220,10 +220,11 @@ pub struct MaxPerAccount {
 /// `shares_raw` of `FairShare=parent` (SLURMDB_FS_USE_PARENT).
 const FS_USE_PARENT: i64 = 0x7fff_ffff;
 
-type Key = (String, String, String);
+/// (account, user, partition), borrowed from the row.
+type Key<'a> = (&'a str, &'a str, &'a str);
 
-fn key(a: &Assoc) -> Key {
-    (a.account.clone(), a.user.clone(), a.partition.clone())
+fn key(a: &Assoc) -> Key<'_> {
+    (&a.account, &a.user, &a.partition)
 }
 
 /// The three association reads of one cluster (see the module's text).
@@ -236,7 +237,7 @@ pub struct AssocReads {
     pub raw: Vec<Assoc>,
 }
 
-fn index<'a>(rows: &'a [Assoc], cluster: &str, what: &str) -> Result<BTreeMap<Key, &'a Assoc>, RenderError> {
+fn index<'a>(rows: &'a [Assoc], cluster: &str, what: &str) -> Result<BTreeMap<Key<'a>, &'a Assoc>, RenderError> {
     let mut m = BTreeMap::new();
     for a in rows {
         if a.cluster != cluster {
@@ -273,12 +274,11 @@ fn raw_qos(
     }
     let eff = set(&effective[k].qos);
     // the parent: an account row's parent account; a user row's account row
-    let parent_account = if k.1.is_empty() { own.parent_account.as_str() } else { k.0.as_str() };
+    let parent_account = if k.1.is_empty() { own.parent_account.as_str() } else { k.0 };
     let parent_eff = if parent_account.is_empty() {
         BTreeSet::new()
     } else {
-        let pk = (parent_account.to_string(), String::new(), String::new());
-        match effective.get(&pk) {
+        match effective.get(&(parent_account, "", "")) {
             Some(p) => set(&p.qos),
             None => {
                 return Err(bad(format!(

@@ -241,6 +241,19 @@ fn enc(s: &str) -> String {
 const WITHOUT_PARENT_LIMITS: &str = "Exclude%20limits%20from%20parents=true";
 const RAW_QOS: &str = "Include%20the%20raw%20QOS%20or%20delta_qos=true";
 const ONLY_DEFAULTS: &str = "Filter%20to%20only%20defaults=true";
+/// The flags of the three association reads of a cluster (`render::AssocReads`): effective,
+/// own, own with the raw QoS.
+const ASSOC_READS: [&[&str]; 3] = [&[], &[WITHOUT_PARENT_LIMITS], &[WITHOUT_PARENT_LIMITS, RAW_QOS]];
+
+/// The path (under `/slurmdb/VERSION/`) of an association read of `cluster` with `flags`.
+fn assoc_path(cluster: &str, flags: &[&str]) -> String {
+    let mut q = format!("associations/?cluster={}", enc(cluster));
+    for f in flags {
+        q.push('&');
+        q.push_str(f);
+    }
+    q
+}
 
 trait Body: DeserializeOwned {
     fn envelope(&self) -> &Envelope;
@@ -319,7 +332,7 @@ impl RestTransport {
             paths: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
         }
         let url = format!("{}/openapi/v3", self.base);
-        let api: OpenApi = self.send("/openapi/v3", SMALL_LIMIT, |_, r| {
+        let api: OpenApi = self.send("/openapi/v3", SMALL_LIMIT, |r| {
             serde_json::from_reader(std::io::BufReader::new(r)).map_err(|e| self.unreadable(&url, &e))
         })?;
         let offered: std::collections::BTreeSet<&str> = api
@@ -347,13 +360,13 @@ impl RestTransport {
         }
     }
 
-    /// One GET of `path` (from the base): its status and body handed to `take` (the body
-    /// through a reader of at most `limit` bytes).
+    /// One GET of `path` (from the base): any status but 200 is a failure; the body of a 200
+    /// is handed to `take` through a reader of at most `limit` bytes.
     fn send<T>(
         &self,
         path: &str,
         limit: u64,
-        take: impl FnOnce(u16, &mut dyn std::io::Read) -> Result<T, Failed>,
+        take: impl FnOnce(&mut dyn std::io::Read) -> Result<T, Failed>,
     ) -> Result<T, Failed> {
         let url = format!("{}{path}", self.base);
         let resp = self
@@ -374,7 +387,7 @@ impl RestTransport {
             let _ = (&mut reader).take(64 << 10).read_to_end(&mut body);
             return Err(self.status_failure(&url, status, &body));
         }
-        take(status, &mut reader)
+        take(&mut reader)
     }
 
     /// A body that did not arrive whole or does not parse.
@@ -404,11 +417,8 @@ impl RestTransport {
             404 => " (no such path: check the URL's prefix and that slurmrestd runs `-s openapi/slurmdbd`)",
             _ => "",
         };
-        let text = if problems.is_empty() {
-            String::from_utf8_lossy(&body[..body.len().min(2000)]).into_owned()
-        } else {
-            problems
-        };
+        // the whole (bounded) body goes to `shown`, which scrubs the token before it cuts
+        let text = if problems.is_empty() { String::from_utf8_lossy(body).into_owned() } else { problems };
         Failed { message: format!("GET {url}: HTTP {status}{why}: {}", self.shown(text.trim())), timed_out: false }
     }
 
@@ -418,7 +428,7 @@ impl RestTransport {
         let version = self.data_parser().map_err(|message| Failed { message, timed_out: false })?;
         let full = format!("/slurmdb/{version}/{path}");
         let url = format!("{}{full}", self.base);
-        let body: T = self.send(&full, limit, |_, r| {
+        let body: T = self.send(&full, limit, |r| {
             serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, r))
                 .map_err(|e| self.unreadable(&url, &e))
         })?;
@@ -436,12 +446,7 @@ impl RestTransport {
     }
 
     fn assocs(&self, cluster: &str, flags: &[&str]) -> Result<Vec<render::Assoc>, Failed> {
-        let mut q = format!("associations/?cluster={}", enc(cluster));
-        for f in flags {
-            q.push('&');
-            q.push_str(f);
-        }
-        self.get::<AssocsBody>(&q, ASSOC_LIMIT).map(|b| b.associations)
+        self.get::<AssocsBody>(&assoc_path(cluster, flags), ASSOC_LIMIT).map(|b| b.associations)
     }
 
     /// The text of `read` (of `cluster`, for a per-cluster read).
@@ -466,9 +471,10 @@ impl RestTransport {
                 // One after another, not at once: slurmrestd 24.11 holds tens of KB per
                 // association while it answers (8 GB at 50,000 with the three at once,
                 // docs/performance.md), and gives little back.
-                let effective = self.assocs(c, &[])?;
-                let own = self.assocs(c, &[WITHOUT_PARENT_LIMITS])?;
-                let raw = self.assocs(c, &[WITHOUT_PARENT_LIMITS, RAW_QOS])?;
+                let [effective, own, raw] = ASSOC_READS;
+                let effective = self.assocs(c, effective)?;
+                let own = self.assocs(c, own)?;
+                let raw = self.assocs(c, raw)?;
                 rendered(render::render_assocs(c, &AssocReads { effective, own, raw }))
             }
             reads::DEFAULTS => {
@@ -489,16 +495,12 @@ impl RestTransport {
     /// The requests a read makes, as messages show them.
     fn requests(&self, read: &Read, cluster: Option<&str>) -> Vec<String> {
         let v = self.parser.get().and_then(|r| r.as_deref().ok()).unwrap_or(SUPPORTED[0]);
-        let c = enc(cluster.unwrap_or(""));
+        let c = cluster.unwrap_or("");
         let paths: Vec<String> = match read.file {
             reads::CLUSTERS => vec!["clusters/".into()],
             f if f == reads::VERSION.file => vec!["clusters/".into()],
-            reads::ASSOCS => vec![
-                format!("associations/?cluster={c}"),
-                format!("associations/?cluster={c}&{WITHOUT_PARENT_LIMITS}"),
-                format!("associations/?cluster={c}&{WITHOUT_PARENT_LIMITS}&{RAW_QOS}"),
-            ],
-            reads::DEFAULTS => vec![format!("associations/?cluster={c}&{ONLY_DEFAULTS}")],
+            reads::ASSOCS => ASSOC_READS.iter().map(|flags| assoc_path(c, flags)).collect(),
+            reads::DEFAULTS => vec![assoc_path(c, &[ONLY_DEFAULTS])],
             reads::ACCOUNTS_DESCR | reads::ACCOUNTS_ORG => vec!["accounts/".into()],
             reads::QOS => vec!["qos/".into()],
             _ => vec![],
