@@ -148,17 +148,43 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
         Err(e) => return Err(fail(Kind::Plan, format!("plan: {e}"), Some(record))),
     };
     let was = violations(&before);
+    let through_rest = bed.rest.as_ref().filter(|_| writes_through_rest());
+    if through_rest.is_some() {
+        // Every step must be one slurmrestd can write; a case with one it cannot is said,
+        // counted and skipped before anything is sent (docs/operations.md lists what).
+        let mut walk = RuleModel::new(before.clone());
+        for step in &plan.steps {
+            if let Err(u) = slurmplan::rest::write::calls(&step.command, &walk.state) {
+                eprintln!(
+                    "differential: seed {}: step {} `{}` cannot go through slurmrestd ({u}); the case is skipped",
+                    case.seed,
+                    step.number,
+                    step.argv.join(" ")
+                );
+                NOT_WRITABLE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Ok(0);
+            }
+            if walk.apply(&step.command).is_err() {
+                break;
+            }
+        }
+    }
     let mut sim = RuleModel::new(before.clone());
     let mut prev = before;
     for step in &plan.steps {
         if let Command::Load { accounts, users, .. } = &step.command {
             eprintln!("differential:   load step: {} accounts, {} users", accounts.len(), users.len());
         }
-        let o = match step.command.stdin() {
-            Some(input) => bed.runner.run(&step.argv[1..], Some(input.as_bytes())).expect("run sacctmgr"),
-            None => bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>()),
+        let (outcome, said) = match through_rest {
+            Some(rest) => write_step(rest, &step.command, &sim.state),
+            None => {
+                let o = match step.command.stdin() {
+                    Some(input) => bed.runner.run(&step.argv[1..], Some(input.as_bytes())).expect("run sacctmgr"),
+                    None => bed.run(&step.argv[1..].iter().filter(|a| *a != "-i").cloned().collect::<Vec<_>>()),
+                };
+                (classify(&step.command, &o), output_text(&o))
+            }
         };
-        let outcome = classify(&step.command, &o);
         let model = sim.apply(&step.command);
         let (raw, after) = match bed.read() {
             Ok(x) => x,
@@ -174,7 +200,7 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
             command: step.command.clone(),
             argv: step.argv.clone(),
             accepted: outcome == Outcome::Ok,
-            output: output_text(&o),
+            output: said.clone(),
         });
         record.afters.push(raw);
         let at = format!("step {}/{} `{}`", step.number, plan.steps.len(), step.argv.join(" "));
@@ -183,11 +209,7 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
                 Ok(()) => "the model accepts it".to_string(),
                 Err(e) => format!("the model refuses it too: {e}"),
             };
-            return Err(fail(
-                Kind::Refused,
-                format!("{at}: slurmdbd: {reason}; {m}\n{}", output_text(&o)),
-                Some(record),
-            ));
+            return Err(fail(Kind::Refused, format!("{at}: slurmdbd: {reason}; {m}\n{said}"), Some(record)));
         }
         if let Err(e) = model {
             return Err(fail(Kind::ModelRefused, format!("{at}: the model refuses it: {e}"), Some(record)));
@@ -219,6 +241,42 @@ fn run_case(bed: &Bed, case: &Case) -> Result<usize, Failure> {
     }
     Ok(plan.steps.len())
 }
+
+/// SLURMPLAN_DIFF_WRITE=rest: the plan's steps go through the bed's slurmrestd
+/// (`rest::write`) instead of sacctmgr; reads and checks are the same.
+fn writes_through_rest() -> bool {
+    match std::env::var("SLURMPLAN_DIFF_WRITE").as_deref() {
+        Ok("rest") => true,
+        Ok("sacctmgr") | Err(_) => false,
+        Ok(other) => panic!("SLURMPLAN_DIFF_WRITE is `{other}`: say `rest` or `sacctmgr`"),
+    }
+}
+
+/// One step through slurmrestd: its calls in order, stopping at the first that fails.
+fn write_step(
+    rest: &slurmplan::rest::transport::RestTransport,
+    cmd: &Command,
+    before: &slurmplan::model::State,
+) -> (Outcome, String) {
+    let calls = match slurmplan::rest::write::calls(cmd, before) {
+        Ok(c) => c,
+        Err(u) => return (Outcome::Failed { reason: u.0, hint: String::new() }, String::new()),
+    };
+    let mut said = Vec::new();
+    for call in &calls {
+        match rest.write(call) {
+            Ok(s) => said.push(s),
+            Err(f) => {
+                said.push(f.message.clone());
+                return (Outcome::Failed { reason: f.message, hint: f.hint }, said.join("\n"));
+            }
+        }
+    }
+    (Outcome::Ok, said.join("\n"))
+}
+
+/// Cases whose plan has a step slurmrestd cannot write (SLURMPLAN_DIFF_WRITE=rest).
+static NOT_WRITABLE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Seeding writes marked `may_refuse` that slurmdbd refused, in this run (shrink runs included).
 /// The tests of this file compare whole reads of the bed after every write: they take turns
@@ -289,6 +347,10 @@ fn save_fixture(dir: &Path, bed: &Bed, about: &str, f: &Failure) -> std::io::Res
 fn model_matches_real_slurmdbd_on_generated_sites() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let bed = bed();
+    assert!(
+        bed.rest.is_some() || !writes_through_rest(),
+        "SLURMPLAN_DIFF_WRITE=rest needs a bed with slurmrestd (`up DIR --version 24.11 --rest`)"
+    );
     let cases = env_num("SLURMPLAN_DIFF_CASES", 10);
     let clock = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let first = env_num("SLURMPLAN_DIFF_SEED", clock % 1_000_000 * 1000);
@@ -338,6 +400,12 @@ fn model_matches_real_slurmdbd_on_generated_sites() {
         t0.elapsed().as_secs_f64(),
         REFUSED.load(std::sync::atomic::Ordering::Relaxed)
     );
+    if bed.rest.is_some() && writes_through_rest() {
+        eprintln!(
+            "differential: plans written through slurmrestd; {} cases skipped (a step slurmrestd cannot write)",
+            NOT_WRITABLE.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
     if let Some(rest) = &bed.rest {
         let n = bed.rest_compared.load(std::sync::atomic::Ordering::Relaxed);
         eprintln!(

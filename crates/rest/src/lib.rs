@@ -7,3 +7,4 @@
 
 pub mod render;
 pub mod transport;
+pub mod write;

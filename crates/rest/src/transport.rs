@@ -27,6 +27,7 @@ use slurmplan_sacctmgr::reads::{self, READS, Read};
 use slurmplan_sacctmgr::transport::{Output, RunError, Transport};
 
 use crate::render::{self, AccountText, AssocReads, AssocsBody, Envelope};
+use crate::write::{self, Call, RowChange, RowKey};
 
 /// Data parsers slurmplan reads, newest first (verified on Slurm 24.11.5).
 pub const SUPPORTED: &[&str] = &["v0.0.42"];
@@ -445,6 +446,215 @@ impl RestTransport {
         Ok(body)
     }
 
+    /// One request of a write ([`crate::write`]): `method` on `path` under the negotiated
+    /// parser's `/slurmdb/VERSION/`, with a JSON body. The status and the body's JSON (`null`
+    /// for none, as a 304 has) come back; a body whose `errors` are not empty is a failure
+    /// whatever the status, and so are warnings (a write slurmrestd partly ignored).
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<(u16, serde_json::Value), Failed> {
+        let version = self.data_parser().map_err(|message| Failed { message, timed_out: false })?;
+        let url = format!("{}/slurmdb/{version}/{path}", self.base);
+        let failed = |e: ureq::Error| Failed {
+            message: format!("{method} {url}: {}", self.shown(&e.to_string())),
+            timed_out: matches!(e, ureq::Error::Timeout(_)),
+        };
+        let resp = match (method, body) {
+            ("GET", None) => self
+                .agent
+                .get(&url)
+                .header("X-SLURM-USER-NAME", &self.user)
+                .header("X-SLURM-USER-TOKEN", &self.token.0)
+                .header("Accept", "application/json")
+                .call(),
+            ("DELETE", None) => self
+                .agent
+                .delete(&url)
+                .header("X-SLURM-USER-NAME", &self.user)
+                .header("X-SLURM-USER-TOKEN", &self.token.0)
+                .header("Accept", "application/json")
+                .call(),
+            ("POST", Some(b)) => self
+                .agent
+                .post(&url)
+                .header("X-SLURM-USER-NAME", &self.user)
+                .header("X-SLURM-USER-TOKEN", &self.token.0)
+                .header("Accept", "application/json")
+                .header("Content-Type", "application/json")
+                .send(serde_json::to_vec(b).expect("a JSON value serialises")),
+            _ => unreachable!("write requests are GET, DELETE without a body, or POST with one"),
+        };
+        let mut resp = resp.map_err(failed)?;
+        let status = resp.status().as_u16();
+        let mut text = Vec::new();
+        resp.body_mut()
+            .with_config()
+            .limit(ASSOC_LIMIT)
+            .reader()
+            .read_to_end(&mut text)
+            .map_err(|e| self.unreadable(&url, &e))?;
+        let value: serde_json::Value = if text.iter().all(u8::is_ascii_whitespace) {
+            serde_json::Value::Null
+        } else {
+            match serde_json::from_slice(&text) {
+                Ok(v) => v,
+                Err(_) if status != 200 => return Err(self.status_failure_of(method, &url, status, &text)),
+                Err(e) => return Err(self.unreadable(&url, &e)),
+            }
+        };
+        let problems = |key: &str| -> Vec<String> {
+            value
+                .get(key)
+                .and_then(|v| serde_json::from_value::<Vec<render::Problem>>(v.clone()).ok())
+                .unwrap_or_default()
+                .iter()
+                .map(render::Problem::line)
+                .collect()
+        };
+        let (errors, warnings) = (problems("errors"), problems("warnings"));
+        if status != 200 && status != 304 || !errors.is_empty() || !warnings.is_empty() {
+            let lines: Vec<String> = errors
+                .iter()
+                .map(|e| format!("error: {e}"))
+                .chain(warnings.iter().map(|w| format!("warning: {w}")))
+                .collect();
+            let text = if lines.is_empty() { String::from_utf8_lossy(&text).into_owned() } else { lines.join("; ") };
+            return Err(Failed {
+                message: format!("{method} {url}: HTTP {status}: {}", self.shown(text.trim())),
+                timed_out: false,
+            });
+        }
+        Ok((status, value))
+    }
+
+    fn status_failure_of(&self, method: &str, url: &str, status: u16, body: &[u8]) -> Failed {
+        let mut f = self.status_failure(url, status, body);
+        f.message = format!("{method}{}", f.message.strip_prefix("GET").unwrap_or(&f.message));
+        f
+    }
+
+    /// Send one call of a plan step ([`crate::write::calls`]). Success is HTTP 200 with no
+    /// error or warning in the body; a 304 ("Data has not changed") means slurmdbd changed
+    /// nothing, which slurmplan never plans: a failure, as sacctmgr's "Nothing modified" is.
+    /// Returns what slurmrestd said (for the journal and the output), token scrubbed.
+    pub fn write(&self, call: &Call) -> Result<String, WriteFailed> {
+        let nothing = |what: &str| WriteFailed {
+            message: format!("{what}: slurmdbd changed nothing (HTTP 304)"),
+            hint: "the state changed since planning: re-run `slurmplan plan`".into(),
+            timed_out: false,
+        };
+        let done = |what: &str, (status, v): (u16, serde_json::Value)| -> Result<String, WriteFailed> {
+            if status == 304 {
+                return Err(nothing(what));
+            }
+            let said = v.as_object().map(|o| {
+                o.iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "meta" | "errors" | "warnings"))
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            });
+            Ok(self.shown(&format!("{what}: HTTP 200 {}", said.unwrap_or_default())))
+        };
+        match call {
+            Call::Post { endpoint, body } => {
+                let what = format!("POST {endpoint}");
+                done(&what, self.request("POST", endpoint, Some(body)).map_err(WriteFailed::from)?)
+            }
+            Call::Delete { endpoint, filters } => {
+                let query = query(filters)?;
+                let what = format!("DELETE {endpoint}?{query}");
+                let (status, v) = self.request("DELETE", &format!("{endpoint}?{query}"), None)?;
+                let removed = v.get("removed_associations").and_then(|r| r.as_array()).map_or(0, Vec::len);
+                if status == 304 || removed == 0 {
+                    return Err(nothing(&what));
+                }
+                done(&what, (status, v))
+            }
+            Call::DeleteQos { name } => {
+                let what = format!("DELETE qos/{name}");
+                done(&what, self.request("DELETE", &format!("qos/{}", enc(name)), None)?)
+            }
+            Call::Rows { cluster, keys, change } => {
+                let rows = self.rows(cluster, keys, change)?;
+                let what = format!("POST associations/ ({} rows)", rows.len());
+                done(&what, self.request("POST", "associations/", Some(&serde_json::json!({ "associations": rows })))?)
+            }
+            Call::Qos { name, set } => {
+                let (_, v) = self.request("GET", &format!("qos/{}", enc(name)), None)?;
+                let mut q = one(&v, "qos", name)?;
+                write::patch_qos(&mut q, set).map_err(|u| WriteFailed {
+                    message: u.0,
+                    hint: String::new(),
+                    timed_out: false,
+                })?;
+                done(
+                    &format!("POST qos/ ({name})"),
+                    self.request("POST", "qos/", Some(&serde_json::json!({ "qos": [q] })))?,
+                )
+            }
+            Call::Record { name, record } => {
+                let (_, v) = self.request("GET", &format!("account/{}", enc(name)), None)?;
+                let a = one(&v, "accounts", name)?;
+                let body = serde_json::json!({ "accounts": [write::patch_record(&a, record)] });
+                done(&format!("POST accounts/ ({name})"), self.request("POST", "accounts/", Some(&body))?)
+            }
+        }
+    }
+
+    /// The rows of `keys` on `cluster` (own values), exactly those, with `change` applied.
+    fn rows(&self, cluster: &str, keys: &[RowKey], change: &RowChange) -> Result<Vec<serde_json::Value>, WriteFailed> {
+        let mut accounts: Vec<String> = keys.iter().map(|k| k.account.clone()).collect();
+        accounts.sort();
+        accounts.dedup();
+        let mut users: Vec<String> = keys.iter().map(|k| k.user.clone()).filter(|u| !u.is_empty()).collect();
+        users.sort();
+        users.dedup();
+        let mut filters = vec![("cluster", vec![cluster.to_string()]), ("account", accounts)];
+        // account rows have no user to filter on: the read brings the users' rows too, and
+        // the keys below pick the account rows out
+        if keys.iter().all(|k| !k.user.is_empty()) {
+            filters.push(("user", users));
+        }
+        let path = format!("associations/?{}&{WITHOUT_PARENT_LIMITS}", query(&filters)?);
+        let (_, v) = self.request("GET", &path, None)?;
+        let all = v.get("associations").and_then(|a| a.as_array()).cloned().unwrap_or_default();
+        let field = |r: &serde_json::Value, f: &str| r.get(f).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        let mut out = Vec::new();
+        for k in keys {
+            let any_partition = matches!(change, RowChange::MakeDefault);
+            let found: Vec<&serde_json::Value> = all
+                .iter()
+                .filter(|r| {
+                    field(r, "cluster") == cluster
+                        && field(r, "account") == k.account
+                        && field(r, "user") == k.user
+                        && (any_partition || field(r, "partition") == k.partition.clone().unwrap_or_default())
+                })
+                .collect();
+            let fits = if any_partition { !found.is_empty() } else { found.len() == 1 };
+            if !fits {
+                return Err(WriteFailed {
+                    message: format!(
+                        "GET {path}: {} association(s) of account `{}` user `{}` partition `{}` on `{cluster}`, where the plan expects {}",
+                        found.len(),
+                        k.account,
+                        k.user,
+                        k.partition.as_deref().unwrap_or(""),
+                        if any_partition { "at least one" } else { "one" }
+                    ),
+                    hint: "the state changed since planning: re-run `slurmplan plan`".into(),
+                    timed_out: false,
+                });
+            }
+            out.extend(found.into_iter().map(|r| write::changed_row(r, change)));
+        }
+        Ok(out)
+    }
+
     fn assocs(&self, cluster: &str, flags: &[&str]) -> Result<Vec<render::Assoc>, Failed> {
         self.get::<AssocsBody>(&assoc_path(cluster, flags), ASSOC_LIMIT).map(|b| b.associations)
     }
@@ -643,5 +853,58 @@ mod tests {
         assert_eq!(base64url("eyJzdW4iOiJyb290In0").unwrap(), br#"{"sun":"root"}"#);
         assert_eq!(base64url("YQ").unwrap(), b"a");
         assert!(base64url("a+b").is_none());
+    }
+}
+
+/// Why a write ([`RestTransport::write`]) failed: what was sent and what came back, and what
+/// to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFailed {
+    pub message: String,
+    pub hint: String,
+    pub timed_out: bool,
+}
+
+impl From<Failed> for WriteFailed {
+    fn from(f: Failed) -> WriteFailed {
+        WriteFailed { message: f.message, hint: String::new(), timed_out: f.timed_out }
+    }
+}
+
+/// A query of filters (`name=v1,v2&...`), each value percent-encoded. Every filter must name
+/// at least one value and no value may hold a comma (the list separator): a DELETE without a
+/// filter would remove more than the step names.
+fn query(filters: &[(&'static str, Vec<String>)]) -> Result<String, WriteFailed> {
+    let mut parts = Vec::new();
+    for (name, values) in filters {
+        if values.is_empty() || values.iter().any(|v| v.is_empty() || v.contains(',')) {
+            return Err(WriteFailed {
+                message: format!("refusing a request whose `{name}` filter is empty or holds a comma: {values:?}"),
+                hint: "this is a bug in slurmplan worth reporting".into(),
+                timed_out: false,
+            });
+        }
+        // the list separator must be encoded too: slurmrestd 24.11.5 answers 400 "Unable to
+        // parse query" to a plain comma
+        parts.push(format!("{name}={}", values.iter().map(|v| enc(v)).collect::<Vec<_>>().join("%2C")));
+    }
+    Ok(parts.join("&"))
+}
+
+/// The one object named `name` in the list `key` of a read.
+fn one(v: &serde_json::Value, key: &str, name: &str) -> Result<serde_json::Value, WriteFailed> {
+    let list = v.get(key).and_then(|l| l.as_array()).cloned().unwrap_or_default();
+    let found: Vec<serde_json::Value> =
+        list.into_iter().filter(|o| o.get("name").and_then(|n| n.as_str()) == Some(name)).collect();
+    match <[serde_json::Value; 1]>::try_from(found) {
+        Ok([o]) => Ok(o),
+        Err(found) => Err(WriteFailed {
+            message: format!(
+                "the read of {key} `{name}` brought {} objects of that name, where the plan expects one",
+                found.len()
+            ),
+            hint: "the state changed since planning: re-run `slurmplan plan`".into(),
+            timed_out: false,
+        }),
     }
 }

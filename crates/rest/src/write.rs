@@ -1,0 +1,479 @@
+//! A plan step's [`Command`] as the slurmrestd calls that do what the sacctmgr command does
+//! (data parser v0.0.42, Slurm 24.11). Pure: this module builds [`Call`]s from the command and
+//! the state before the step; [`crate::transport::RestTransport::write`] sends them.
+//!
+//! The endpoints' behaviour, established on real 24.11.5 (docs/testbed.md, "Writes through
+//! v0.0.42"), decides the shape of each call:
+//! - new accounts and new user associations go through `accounts_association/` and
+//!   `users_association/`, whose `association` object takes sacctmgr's own settings
+//!   (`qoslevel`, `defaultqos`, `grptres`, ...), as `add account` / `add user` do;
+//! - a change to existing associations is a `POST associations/` of whole rows, and slurmdbd
+//!   clears every TRES list a row object leaves out. So a change is a read-modify-write
+//!   ([`Call::Rows`]): the rows are read first (own values, `Exclude limits from parents`),
+//!   must be exactly the rows the step names, and go back with every TRES list they hold, the
+//!   step's changes applied (a TRES entry is cleared with a count of -1);
+//! - a QoS is read, changed and sent back whole ([`Call::Qos`]): a QoS object without its
+//!   flags clears them;
+//! - removals are `DELETE associations/` with every filter named (cluster and account always).
+//!
+//! What slurmrestd cannot say is refused here, before anything is sent ([`Unsupported`]): a QoS
+//! delta (`qos=+a`: "Unable to resolve QOS"), a return to the inherited QoS list (`qos=` crashed
+//! slurmrestd 24.11.5) or an empty one (`qos: []` changes nothing), `FairShare=parent`, and the
+//! removal of a user's association without a partition when the user has partition rows under
+//! the same account (no query names "no partition"; the server refuses the ambiguous one).
+//!
+//! Must not: send anything, print, or take text from a name into a path unencoded.
+
+use serde_json::{Map, Value, json};
+
+use slurmplan_model::{AccountRecord, Fairshare, Name, QosList, State};
+use slurmplan_sacctmgr::command::{AssocSet, Command, QosSet, Scalar, TresLimit};
+use slurmplan_sacctmgr::load_file;
+
+use crate::render::QOS_FLAGS;
+
+/// Why a step cannot go through slurmrestd (nothing was sent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsupported(pub String);
+
+fn unsupported<T>(s: impl Into<String>) -> Result<T, Unsupported> {
+    Err(Unsupported(s.into()))
+}
+
+/// One association row, by its key. `partition: None` in [`Call::Rows`] for a default move
+/// means every partition of (account, user); elsewhere the row without a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowKey {
+    pub account: String,
+    pub user: String,
+    pub partition: Option<String>,
+}
+
+/// What [`Call::Rows`] changes on each row it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowChange {
+    /// The settings of `modify account` / `modify user`.
+    Set(AssocSet),
+    /// `parent_account` (an account row).
+    Parent(String),
+    /// `is_default: true` on every row of the key (all partitions), as
+    /// `modify user set defaultaccount=` marks them.
+    MakeDefault,
+}
+
+/// One request (or, for `Rows` and `Qos`, one read and one write).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// POST `body` to `endpoint` (under `/slurmdb/VERSION/`).
+    Post { endpoint: &'static str, body: Value },
+    /// DELETE `endpoint` with the query `filters` (name, values; each value percent-encoded
+    /// when sent).
+    Delete { endpoint: &'static str, filters: Vec<(&'static str, Vec<String>)> },
+    /// Read the rows of `keys` on `cluster` (own values), check they are exactly those rows,
+    /// apply `change` and POST them to `associations/` with every TRES list they hold.
+    Rows { cluster: String, keys: Vec<RowKey>, change: RowChange },
+    /// DELETE `qos/NAME`.
+    DeleteQos { name: String },
+    /// Read QoS `name`, apply `set`, POST it back whole to `qos/`.
+    Qos { name: String, set: QosSet },
+    /// Read account `name`'s record, apply `record`, POST it back to `accounts/`.
+    Record { name: String, record: AccountRecord },
+}
+
+fn names(v: &[Name]) -> Vec<String> {
+    v.iter().map(|n| n.to_string()).collect()
+}
+
+/// The calls that do what `cmd` does, `before` being the state the step runs on.
+pub fn calls(cmd: &Command, before: &State) -> Result<Vec<Call>, Unsupported> {
+    let out = match cmd {
+        Command::Load { cluster, accounts, users } => {
+            let mut out = Vec::new();
+            for c in load_file::expand(cluster, accounts, users) {
+                out.extend(calls(&c, before)?);
+            }
+            out
+        }
+        Command::AddQos { names: n, set } => n
+            .iter()
+            .map(|name| {
+                let mut q = json!({"name": name.as_str(), "description": set.description.clone().unwrap_or_else(|| name.to_string())});
+                patch_qos(&mut q, set)?;
+                Ok(Call::Post { endpoint: "qos/", body: json!({ "qos": [q] }) })
+            })
+            .collect::<Result<_, Unsupported>>()?,
+        Command::ModifyQos { names: n, set } => {
+            n.iter().map(|name| Call::Qos { name: name.to_string(), set: set.clone() }).collect()
+        }
+        Command::DeleteQos { names: n } => n
+            .iter()
+            .map(|name| Call::DeleteQos { name: name.to_string() })
+            .collect(),
+        Command::AddAccount { cluster, names: n, parent, record, set } => {
+            let mut assoc = rec_set(set)?;
+            assoc.insert("parent".into(), json!(parent.as_str()));
+            let mut account = Map::new();
+            if let Some(d) = &record.description {
+                account.insert("description".into(), json!(d));
+            }
+            if let Some(o) = &record.organization {
+                account.insert("organization".into(), json!(o));
+            }
+            vec![Call::Post {
+                endpoint: "accounts_association/",
+                body: json!({
+                    "association_condition": {"accounts": names(n), "clusters": [cluster.as_str()], "association": assoc},
+                    "account": account,
+                }),
+            }]
+        }
+        Command::ModifyAccount { cluster, names: n, set } => {
+            check_set(set)?;
+            let keys = n.iter().map(|a| RowKey { account: a.to_string(), user: String::new(), partition: None }).collect();
+            vec![Call::Rows { cluster: cluster.to_string(), keys, change: RowChange::Set(set.clone()) }]
+        }
+        Command::ModifyAccountRecord { names: n, record, .. } => {
+            n.iter().map(|a| Call::Record { name: a.to_string(), record: record.clone() }).collect()
+        }
+        Command::Reparent { cluster, name, parent } => vec![Call::Rows {
+            cluster: cluster.to_string(),
+            keys: vec![RowKey { account: name.to_string(), user: String::new(), partition: None }],
+            change: RowChange::Parent(parent.to_string()),
+        }],
+        Command::DeleteAccount { cluster, names: n } => vec![Call::Delete {
+            endpoint: "associations/",
+            filters: vec![("cluster", vec![cluster.to_string()]), ("account", names(n))],
+        }],
+        Command::AddUser { cluster, users, account, partition, set, more_accounts, default_account } => {
+            let mut cond = Map::new();
+            cond.insert("users".into(), json!(names(users)));
+            let accounts: Vec<String> = std::iter::once(account).chain(more_accounts).map(|a| a.to_string()).collect();
+            cond.insert("accounts".into(), json!(accounts));
+            cond.insert("clusters".into(), json!([cluster.as_str()]));
+            if let Some(p) = partition {
+                cond.insert("partitions".into(), json!([p.as_str()]));
+            }
+            cond.insert("association".into(), Value::Object(rec_set(set)?));
+            let mut user = Map::new();
+            if let Some(d) = default_account {
+                user.insert("defaultaccount".into(), json!(d.as_str()));
+            }
+            vec![Call::Post { endpoint: "users_association/", body: json!({"association_condition": cond, "user": user}) }]
+        }
+        Command::ModifyUser { cluster, users, account, partition, set } => {
+            check_set(set)?;
+            let keys = users
+                .iter()
+                .map(|u| RowKey {
+                    account: account.to_string(),
+                    user: u.to_string(),
+                    partition: partition.as_ref().map(|p| p.to_string()),
+                })
+                .collect();
+            vec![Call::Rows { cluster: cluster.to_string(), keys, change: RowChange::Set(set.clone()) }]
+        }
+        Command::SetDefaultAccount { cluster, users, account } => {
+            let keys =
+                users.iter().map(|u| RowKey { account: account.to_string(), user: u.to_string(), partition: None }).collect();
+            vec![Call::Rows { cluster: cluster.to_string(), keys, change: RowChange::MakeDefault }]
+        }
+        Command::DeleteUser { cluster, users, account, partition } => {
+            let mut filters = vec![
+                ("cluster", vec![cluster.to_string()]),
+                ("account", vec![account.to_string()]),
+                ("user", names(users)),
+            ];
+            match partition {
+                Some(p) => filters.push(("partition", vec![p.to_string()])),
+                None => {
+                    let c = before.clusters.get(cluster);
+                    let with_partitions = users.iter().find(|u| {
+                        c.is_some_and(|c| {
+                            c.user_accounts(u.as_str()).iter().any(|k| &k.account == account && k.partition.is_some())
+                        })
+                    });
+                    if let Some(u) = with_partitions {
+                        return unsupported(format!(
+                            "slurmrestd cannot remove only the association of `{u}` under `{account}` on `{cluster}` without a partition: the user has partition associations under the account too, and no query names \"no partition\""
+                        ));
+                    }
+                }
+            }
+            vec![Call::Delete { endpoint: "associations/", filters }]
+        }
+        Command::DeleteUserAll { cluster, users, account } => vec![Call::Delete {
+            endpoint: "associations/",
+            filters: vec![
+                ("cluster", vec![cluster.to_string()]),
+                ("account", vec![account.to_string()]),
+                ("user", names(users)),
+            ],
+        }],
+    };
+    Ok(out)
+}
+
+/// What slurmrestd cannot write in a change of existing rows.
+fn check_set(set: &AssocSet) -> Result<(), Unsupported> {
+    match &set.qos {
+        None | Some(QosList::Set(_)) => {}
+        Some(QosList::Inherit) => {
+            return unsupported(
+                "slurmrestd cannot return an association to its parent's QoS list (`qos=`; slurmrestd 24.11.5 crashes on it)",
+            );
+        }
+        Some(QosList::Delta { .. }) => {
+            return unsupported("slurmrestd cannot write a QoS delta (`qos=+name` / `-name`)");
+        }
+    }
+    if let Some(QosList::Set(s)) = &set.qos
+        && s.is_empty()
+    {
+        return unsupported("slurmrestd cannot write an empty QoS list (an empty list changes nothing)");
+    }
+    Ok(())
+}
+
+/// `FairShare=parent` as a number of shares (SLURMDB_FS_USE_PARENT), in `fairshare` and
+/// `shares_raw` alike (verified on 24.11.5).
+const FS_USE_PARENT: u32 = 0x7fff_ffff;
+
+/// sacctmgr's keyword of a scalar in `association` objects of `*_association/`.
+fn rec_key(s: Scalar) -> &'static str {
+    match s {
+        Scalar::GrpJobs => "grpjobs",
+        Scalar::GrpSubmitJobs => "grpsubmitjobs",
+        Scalar::GrpWall => "grpwall",
+        Scalar::MaxJobs => "maxjobs",
+        Scalar::MaxSubmitJobs => "maxsubmitjobs",
+        Scalar::MaxWall => "maxwalldurationperjob",
+    }
+}
+
+fn rec_tres_key(t: TresLimit) -> &'static str {
+    match t {
+        TresLimit::GrpTres => "grptres",
+        TresLimit::GrpTresMins => "grptresmins",
+        TresLimit::MaxTres => "maxtresperjob",
+        TresLimit::MaxTresMins => "maxtresminsperjob",
+    }
+}
+
+/// A TRES name as slurmrestd's (type, name): `cpu` -> (cpu, ""), `gres/gpu` -> (gres, gpu).
+fn tres_id(n: &str) -> (&str, &str) {
+    n.split_once('/').unwrap_or((n, ""))
+}
+
+fn tres_item(n: &str, count: i64) -> Value {
+    let (t, name) = tres_id(n);
+    json!({"type": t, "name": name, "count": count})
+}
+
+fn number(v: Option<u64>) -> Value {
+    match v {
+        Some(n) => json!({"set": true, "infinite": false, "number": n}),
+        None => json!({"set": false, "infinite": true, "number": 0}),
+    }
+}
+
+/// The `association` object of a new association (accounts_association/, users_association/):
+/// what the settings set. A new association has nothing to clear, and inherits its QoS
+/// unless given a list.
+fn rec_set(set: &AssocSet) -> Result<Map<String, Value>, Unsupported> {
+    check_set(set)?;
+    let mut m = Map::new();
+    match set.fairshare {
+        Some(Some(Fairshare::Shares(n))) => {
+            m.insert("fairshare".into(), json!(n));
+        }
+        Some(Some(Fairshare::Parent)) => {
+            m.insert("fairshare".into(), json!(FS_USE_PARENT));
+        }
+        Some(None) | None => {}
+    }
+    for (s, v) in &set.scalars {
+        if let Some(n) = v {
+            m.insert(rec_key(*s).into(), number(Some(*n)));
+        }
+    }
+    for (t, entries) in &set.tres {
+        let items: Vec<Value> = entries.iter().filter_map(|(n, v)| v.map(|c| tres_item(n, c as i64))).collect();
+        if !items.is_empty() {
+            m.insert(rec_tres_key(*t).into(), Value::Array(items));
+        }
+    }
+    if let Some(QosList::Set(q)) = &set.qos {
+        m.insert("qoslevel".into(), json!(q.iter().map(Name::as_str).collect::<Vec<_>>()));
+    }
+    if let Some(Some(d)) = &set.default_qos {
+        m.insert("defaultqos".into(), json!(d.as_str()));
+    }
+    Ok(m)
+}
+
+/// Where an association object (`associations/`) holds a scalar limit.
+pub fn assoc_scalar_path(s: Scalar) -> &'static [&'static str] {
+    match s {
+        Scalar::GrpJobs => &["max", "jobs", "per", "count"],
+        Scalar::GrpSubmitJobs => &["max", "jobs", "per", "submitted"],
+        Scalar::GrpWall => &["max", "per", "account", "wall_clock"],
+        Scalar::MaxJobs => &["max", "jobs", "active"],
+        Scalar::MaxSubmitJobs => &["max", "jobs", "total"],
+        Scalar::MaxWall => &["max", "jobs", "per", "wall_clock"],
+    }
+}
+
+/// Where an association object holds a TRES list.
+pub fn assoc_tres_path(t: TresLimit) -> &'static [&'static str] {
+    match t {
+        TresLimit::GrpTres => &["max", "tres", "total"],
+        TresLimit::GrpTresMins => &["max", "tres", "group", "minutes"],
+        TresLimit::MaxTres => &["max", "tres", "per", "job"],
+        TresLimit::MaxTresMins => &["max", "tres", "minutes", "per", "job"],
+    }
+}
+
+/// Every TRES list an association object can hold (those slurmplan models and those it
+/// does not: all go back on a write, or slurmdbd clears them).
+pub const ASSOC_TRES_LISTS: &[&[&str]] = &[
+    &["max", "tres", "total"],
+    &["max", "tres", "group", "minutes"],
+    &["max", "tres", "group", "active"],
+    &["max", "tres", "minutes", "total"],
+    &["max", "tres", "minutes", "per", "job"],
+    &["max", "tres", "per", "job"],
+    &["max", "tres", "per", "node"],
+];
+
+/// The value at `path` in `v`, made (as objects) where missing.
+fn slot<'v>(v: &'v mut Value, path: &[&str]) -> &'v mut Value {
+    let mut cur = v;
+    for p in path {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        cur = cur.as_object_mut().expect("made an object above").entry(p.to_string()).or_insert(Value::Null);
+    }
+    cur
+}
+
+/// The value at `path` in `v`, if there.
+pub fn at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(v, |cur, p| cur.get(p))
+}
+
+/// Apply TRES entry changes to a list (`count` set, or -1 to clear an entry present).
+fn patch_tres(list: &mut Value, entries: &std::collections::BTreeMap<String, Option<u64>>) {
+    if !list.is_array() {
+        *list = Value::Array(Vec::new());
+    }
+    let items = list.as_array_mut().expect("made an array above");
+    for (n, v) in entries {
+        let (t, name) = tres_id(n);
+        let found = items.iter_mut().find(|i| {
+            i.get("type").and_then(Value::as_str) == Some(t)
+                && i.get("name").and_then(Value::as_str).unwrap_or("") == name
+        });
+        let count = v.map_or(-1, |c| c as i64);
+        match found {
+            Some(i) => {
+                i["count"] = json!(count);
+            }
+            None if v.is_some() => items.push(tres_item(n, count)),
+            None => {}
+        }
+    }
+}
+
+/// The object POSTed back for one association row read as `row`: its key, every TRES list
+/// it holds, and `change` applied.
+pub fn changed_row(row: &Value, change: &RowChange) -> Value {
+    let mut out = json!({
+        "account": row.get("account").cloned().unwrap_or(json!("")),
+        "cluster": row.get("cluster").cloned().unwrap_or(json!("")),
+        "user": row.get("user").cloned().unwrap_or(json!("")),
+        "partition": row.get("partition").cloned().unwrap_or(json!("")),
+    });
+    for path in ASSOC_TRES_LISTS {
+        let list = at(row, path).cloned().unwrap_or(Value::Array(Vec::new()));
+        *slot(&mut out, path) = list;
+    }
+    // `qos: []` keeps the row's QoS as stored; a row object without `qos` gets its effective
+    // list written as its own (an inheriting row would stop inheriting; 24.11.5)
+    out["qos"] = json!([]);
+    match change {
+        RowChange::Set(set) => {
+            match set.fairshare {
+                Some(Some(Fairshare::Shares(n))) => out["shares_raw"] = json!(n),
+                Some(Some(Fairshare::Parent)) => out["shares_raw"] = json!(FS_USE_PARENT),
+                Some(None) => out["shares_raw"] = json!(1),
+                None => {}
+            }
+            for (s, v) in &set.scalars {
+                *slot(&mut out, assoc_scalar_path(*s)) = number(*v);
+            }
+            for (t, entries) in &set.tres {
+                patch_tres(slot(&mut out, assoc_tres_path(*t)), entries);
+            }
+            if let Some(QosList::Set(q)) = &set.qos {
+                out["qos"] = json!(q.iter().map(Name::as_str).collect::<Vec<_>>());
+            }
+            if let Some(d) = &set.default_qos {
+                *slot(&mut out, &["default", "qos"]) = json!(d.as_ref().map_or("", Name::as_str));
+            }
+        }
+        RowChange::Parent(p) => out["parent_account"] = json!(p),
+        RowChange::MakeDefault => out["is_default"] = json!(true),
+    }
+    out
+}
+
+/// slurmrestd's name of a QoS flag sacctmgr spells `word` (either spelling accepted).
+fn rest_flag(word: &str) -> Result<&'static str, Unsupported> {
+    QOS_FLAGS
+        .iter()
+        .find(|(rest, sacctmgr)| sacctmgr.eq_ignore_ascii_case(word) || rest.eq_ignore_ascii_case(word))
+        .map(|(rest, _)| *rest)
+        .ok_or_else(|| Unsupported(format!("slurmplan does not know slurmrestd's name of the QoS flag `{word}`")))
+}
+
+/// Apply a QoS change to a QoS object (as read, or a new one).
+pub fn patch_qos(q: &mut Value, set: &QosSet) -> Result<(), Unsupported> {
+    if let Some(flags) = &set.flags {
+        let f: Vec<&str> = flags.iter().map(|w| rest_flag(w)).collect::<Result<_, _>>()?;
+        q["flags"] = json!(f);
+    }
+    if !set.grp_tres.is_empty() {
+        patch_tres(slot(q, &["limits", "max", "tres", "total"]), &set.grp_tres);
+    }
+    if !set.grp_tres_mins.is_empty() {
+        patch_tres(slot(q, &["limits", "max", "tres", "minutes", "total"]), &set.grp_tres_mins);
+    }
+    if let Some(v) = set.grp_submit_jobs {
+        *slot(q, &["limits", "max", "jobs", "count"]) = number(v);
+    }
+    if let Some(v) = set.max_wall {
+        *slot(q, &["limits", "max", "wall_clock", "per", "job"]) = number(v);
+    }
+    if let Some(d) = &set.description {
+        q["description"] = json!(d);
+    }
+    Ok(())
+}
+
+/// Apply a record change to an account object as read.
+pub fn patch_record(a: &Value, record: &AccountRecord) -> Value {
+    let mut out = json!({
+        "name": a.get("name").cloned().unwrap_or(json!("")),
+        "description": a.get("description").cloned().unwrap_or(json!("")),
+        "organization": a.get("organization").cloned().unwrap_or(json!("")),
+    });
+    if let Some(d) = &record.description {
+        out["description"] = json!(d);
+    }
+    if let Some(o) = &record.organization {
+        out["organization"] = json!(o);
+    }
+    out
+}
