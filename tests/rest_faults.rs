@@ -261,11 +261,15 @@ fn settings_are_checked_before_anything_is_sent() {
     ]);
     assert_eq!(r.code, 64, "{}", r.stderr);
     assert!(r.stderr.contains("does not hold a JWT"), "{}", r.stderr);
-    // the token from SLURM_JWT, and writing commands refused up front
+    // the token from SLURM_JWT is enough for a writing command to go on (to its journal)
     let r = run(slurmplan_cmd(&["--transport", "rest", "--rest-url", "http://127.0.0.1:9", "undo", "j.journal"])
         .env("SLURM_JWT", TOKEN)
         .env_remove("SLURMPLAN_REST_TOKEN_FILE"));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot read the journal `j.journal`"), "{}", r.stderr);
+    // and without any token it stops before anything else
+    let r = go(&["--transport", "rest", "--rest-url", "http://127.0.0.1:9", "undo", "j.journal"]);
     assert_eq!(r.code, 64, "{}", r.stderr);
-    assert!(r.stderr.contains("does not write through slurmrestd"), "{}", r.stderr);
+    assert!(r.stderr.contains("needs a JWT"), "{}", r.stderr);
     let _ = tf;
 }

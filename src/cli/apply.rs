@@ -14,14 +14,17 @@ use slurmplan::render::{self, Format, Options};
 
 use super::args::ApplyArgs;
 use super::planning::build_plan_locked;
-use super::settings::Settings;
+use super::settings::{Reader, Settings};
 use super::state::{clusters_state, current_state};
 use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, Failure, Outcome};
 
 struct Lines;
 impl Observer for Lines {
-    fn started(&mut self, step: &Step, total: usize) {
+    fn started(&mut self, step: &Step, total: usize, via: &[String]) {
         eprintln!("[{}/{}] {}", step.number, total, slurmplan::sacctmgr::quote::shown_argv(&step.argv));
+        for call in via {
+            eprintln!("      via slurmrestd: {}", slurmplan::diag::cut_after(call, 300));
+        }
     }
     fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {}
 }
@@ -29,13 +32,13 @@ impl Observer for Lines {
 /// No lines per step (`reconcile`: one summary line per cycle).
 struct Silent;
 impl Observer for Silent {
-    fn started(&mut self, _step: &Step, _total: usize) {}
+    fn started(&mut self, _step: &Step, _total: usize, _via: &[String]) {}
     fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {}
 }
 
 struct Bar(ProgressBar);
 impl Observer for Bar {
-    fn started(&mut self, step: &Step, _total: usize) {
+    fn started(&mut self, step: &Step, _total: usize, _via: &[String]) {
         self.0.set_message(slurmplan::sacctmgr::quote::shown_argv(&step.argv[2..]));
     }
     fn finished(&mut self, _step: &Step, _total: usize, _ok: bool) {
@@ -254,7 +257,23 @@ pub fn execute(
     mut locks: lock::Locks,
     applied: &mut usize,
 ) -> Outcome {
-    let r = s.runner()?;
+    let reader = s.reader()?;
+    let (mut by_sacctmgr, mut by_rest);
+    let writer: &mut dyn apply::writer::Writer = match &reader {
+        Reader::Sacctmgr(r) => {
+            by_sacctmgr = apply::writer::SacctmgrWriter(r);
+            &mut by_sacctmgr
+        }
+        Reader::Rest(t) => {
+            // every step's calls are derived before anything runs: a step slurmrestd cannot
+            // write stops the apply here, with nothing sent
+            by_rest = apply::writer::RestWriter::new(t, &plan, &current).map_err(|e| {
+                Failure::new(format!("this plan cannot be applied through slurmrestd; nothing was run: {e}"))
+                    .hint("apply it with --transport sacctmgr (docs/operations.md lists what slurmrestd cannot write)")
+            })?;
+            &mut by_rest
+        }
+    };
     let journal_path = a.journal.clone().unwrap_or_else(|| {
         let ts = apply::rfc3339(SystemTime::now()).replace(':', "");
         a.journal_dir
@@ -270,7 +289,7 @@ pub fn execute(
     }
     save_before(&mut journal, &plan, &current, a.quiet)?;
     locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
-    let result = run_steps(s, a, &r, &plan, &current, &mut journal, &locks, applied);
+    let result = run_steps(s, a, writer, &plan, &current, &mut journal, &locks, applied);
     // Every end that reaches here is a clean one (a failed step, a signal, a verification
     // result): the lock files stop naming this journal. A kill leaves them naming it.
     locks.release();
@@ -314,7 +333,7 @@ fn save_before(
 fn run_steps(
     s: &Settings,
     a: &Exec,
-    r: &slurmplan::sacctmgr::runner::ProcessRunner,
+    writer: &mut dyn apply::writer::Writer,
     plan: &Plan,
     current: &slurmplan::model::State,
     journal: &mut Journal,
@@ -324,7 +343,7 @@ fn run_steps(
     let journal_path = journal.path.clone();
     let total = plan.steps.len();
     let report = if a.quiet {
-        apply::execute(plan, r, journal, &mut Silent, locks)
+        apply::execute(plan, writer, journal, &mut Silent, locks)
     } else if std::io::stderr().is_terminal() && total > 3 {
         let bar = ProgressBar::new(total as u64);
         bar.set_style(
@@ -332,11 +351,11 @@ fn run_steps(
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let mut obs = Bar(bar);
-        let rep = apply::execute(plan, r, journal, &mut obs, locks);
+        let rep = apply::execute(plan, writer, journal, &mut obs, locks);
         obs.0.finish_and_clear();
         rep
     } else {
-        apply::execute(plan, r, journal, &mut Lines, locks)
+        apply::execute(plan, writer, journal, &mut Lines, locks)
     }
     .map_err(|e| match e {
         apply::ExecError::Journal(e) => {
@@ -354,7 +373,7 @@ fn run_steps(
         ))
         .cause(f.reason);
         if !f.output.is_empty() {
-            fail = fail.cause(format!("sacctmgr said: {}", f.output.replace('\n', "\n    ")));
+            fail = fail.cause(format!("{} said: {}", f.speaker, f.output.replace('\n', "\n    ")));
         }
         return Err(fail
             .hint(format!(

@@ -104,9 +104,9 @@ fn run(cli: Cli) -> Outcome {
     match cli.command {
         Cmd::Dump(a) => dump::run(&s, a),
         Cmd::Plan(a) => plan::run(&s, a),
-        // the commands that write check first that they can (not through slurmrestd, yet)
-        Cmd::Apply(a) => s.runner().and_then(|_| apply::run(&s, a)),
-        Cmd::Undo(a) => s.runner().and_then(|_| undo::run(&s, a)),
+        // the commands that write check first that they can reach slurmdbd's writer
+        Cmd::Apply(a) => s.reader().and_then(|_| apply::run(&s, a)),
+        Cmd::Undo(a) => s.reader().and_then(|_| undo::run(&s, a)),
         Cmd::Show(a) => show::run(&s, a),
         Cmd::Validate(a) => validate::run(a),
         Cmd::Drift(a) => drift::run(&s, a),
@@ -115,7 +115,7 @@ fn run(cli: Cli) -> Outcome {
         Cmd::Graph(a) => graph::run(&s, a),
         Cmd::Completions(a) => generate::completions(a),
         Cmd::Man(a) => generate::man(a),
-        Cmd::Reconcile(a) => s.runner().and_then(|_| reconcile::run(&s, a)),
+        Cmd::Reconcile(a) => s.reader().and_then(|_| reconcile::run(&s, a)),
         Cmd::Waldur(c) => waldur::run(&s, c),
     }
 }

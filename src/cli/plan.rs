@@ -8,7 +8,7 @@ use slurmplan::apply::lock::{self, LockDir, LockError};
 use slurmplan::plan::Plan;
 use slurmplan::{pipeline, plan};
 
-use super::args::{PlanArgs, PlanOutput};
+use super::args::{PlanArgs, PlanFormat, PlanOutput};
 use super::planning::build_plan;
 use super::print::{emit, write_atomic};
 use super::settings::Settings;
@@ -32,12 +32,36 @@ pub fn run(s: &Settings, a: PlanArgs) -> Outcome {
     if a.planning.no_batch {
         plan::unbatch(&mut plan);
     }
-    // A one-shot process: freeing a million associations only costs time before exit.
-    std::mem::forget(current);
     let mut t = Timings::start(s.timings);
     let code = finish(s, &plan, &a.out, "plan")?;
+    if s.through_rest() && matches!(a.out.format, PlanFormat::Text) && !plan.is_empty() {
+        print_rest_calls(&plan, &current);
+    }
+    // A one-shot process: freeing a million associations only costs time before exit.
+    std::mem::forget(current);
     t.mark("render");
     Ok(code)
+}
+
+/// Under `--transport rest`, what `apply` will send for each step (method, path under
+/// `/slurmdb/VERSION/`, body; never the token), or the first step slurmrestd cannot write.
+fn print_rest_calls(plan: &Plan, current: &slurmplan::model::State) {
+    println!();
+    match slurmplan::apply::writer::rest_calls(plan, current) {
+        Ok(calls) => {
+            println!("Through slurmrestd (--transport rest), apply sends (paths under /slurmdb/VERSION/):");
+            for (step, calls) in plan.steps.iter().zip(calls) {
+                for (i, call) in calls.iter().enumerate() {
+                    let label = if i == 0 { format!("{}.", step.number) } else { String::new() };
+                    println!("  {label:<4}{}", slurmplan::diag::cut_after(&call.shown(), usize::MAX));
+                }
+            }
+        }
+        Err(e) => {
+            println!("This plan cannot be applied through slurmrestd: {e}.");
+            println!("Apply it with --transport sacctmgr (docs/operations.md lists what slurmrestd cannot write).");
+        }
+    }
 }
 
 /// Save `plan` (`-o`, signed when a plan key is set), print it in `--format`, and give the exit

@@ -85,6 +85,11 @@ impl Settings {
         }
     }
 
+    /// `--transport rest`: slurmdbd is read and written through slurmrestd.
+    pub fn through_rest(&self) -> bool {
+        self.transport == TransportChoice::Rest
+    }
+
     /// The transport the current state is read through: `--transport rest` (slurmrestd), else
     /// sacctmgr's [`Settings::runner`].
     pub fn reader(&self) -> Result<Reader, Failure> {
@@ -126,11 +131,6 @@ impl Settings {
     /// `--agent-config`, else `sacctmgr` from PATH; through `--exec-prefix` and `--ssh`, each
     /// call killed after `--timeout` seconds.
     pub fn runner(&self) -> Result<ProcessRunner, Failure> {
-        if self.transport == TransportChoice::Rest {
-            return Err(Failure::new("slurmplan does not write through slurmrestd yet: `--transport rest` only reads")
-                .hint("plan, drift, dump, show and doctor read through slurmrestd; apply, reconcile and undo need --transport sacctmgr")
-                .code(EXIT_USAGE));
-        }
         let program = self.program()?;
         let prefix: Vec<String> =
             self.exec_prefix.as_deref().unwrap_or("").split_whitespace().map(str::to_string).collect();

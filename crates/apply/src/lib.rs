@@ -1,7 +1,8 @@
 //! Apply — run a plan's steps exactly as reviewed, one at a time, and stop at the
 //! first failure. Journal and lock live here; progress goes to an [`Observer`] the caller
 //! provides (the cli draws it). This module never prints, never exits, and never builds a
-//! command: it runs `step.argv` as stored in the plan.
+//! command: it runs each step through a [`writer::Writer`] (the step's argv as stored in the
+//! plan, or the slurmrestd calls derived from it).
 
 pub mod before;
 pub mod check;
@@ -9,22 +10,23 @@ pub mod journal;
 pub mod lock;
 pub mod outcome;
 pub mod signals;
+pub mod writer;
 
 use std::collections::BTreeSet;
 use std::time::{Instant, SystemTime};
 
 use journal::{Entry, Journal, Started};
-use outcome::{Outcome, classify, tail};
+use outcome::{Outcome, tail};
 use slurmplan_diff::{self as diff, Change};
 use slurmplan_model::{Name, State};
 use slurmplan_plan::{Plan, Step};
 use slurmplan_rules::RuleModel;
 use slurmplan_sacctmgr::command::Command;
-use slurmplan_sacctmgr::transport::{Output, Transport};
 
 /// Progress callbacks (the cli implements them with a bar or plain lines).
 pub trait Observer {
-    fn started(&mut self, step: &Step, total: usize);
+    /// `via`: the requests standing for the step's command (slurmrestd), else empty.
+    fn started(&mut self, step: &Step, total: usize, via: &[String]);
     fn finished(&mut self, step: &Step, total: usize, ok: bool);
 }
 
@@ -45,6 +47,8 @@ pub struct StepFailure {
     pub reason: String,
     pub hint: String,
     pub output: String,
+    /// Who said `output` ("sacctmgr", "slurmrestd").
+    pub speaker: &'static str,
 }
 
 /// RFC 3339 UTC time to the second (`2026-12-03T17:32:05Z`). A time before 1970 (a clock set
@@ -70,7 +74,7 @@ pub enum ExecError {
 /// of its cluster, and the global lock for what all clusters share); otherwise nothing runs.
 pub fn execute(
     plan: &Plan,
-    transport: &dyn Transport,
+    writer: &mut dyn writer::Writer,
     journal: &mut Journal,
     observer: &mut dyn Observer,
     locks: &lock::Locks,
@@ -89,12 +93,11 @@ pub fn execute(
             }))?;
             return Ok(Report { total, applied, failure: None, stopped: Some(sig) });
         }
-        observer.started(step, total);
+        observer.started(step, total, &writer.via(step));
         let start = SystemTime::now();
         let t0 = Instant::now();
-        let args: Vec<String> = step.argv[1..].to_vec();
-        let full = transport.describe(&args);
-        let stdin = step.command.stdin();
+        let full = writer.shown(step);
+        let stdin = writer.stdin(step);
         journal.started(&Started {
             event: "started",
             step: step.number,
@@ -103,23 +106,7 @@ pub fn execute(
             stdin: stdin.as_deref(),
             start: rfc3339(start),
         })?;
-        let ran = transport.run(&args, stdin.as_deref().map(str::as_bytes));
-        let (output, outcome) = match ran {
-            Ok(o) => {
-                let oc = classify(&step.command, &o);
-                (o, oc)
-            }
-            Err(e) => (
-                Output {
-                    code: None,
-                    stdout: String::new(),
-                    stderr: e.to_string(),
-                    timed_out: false,
-                    duration: t0.elapsed(),
-                },
-                Outcome::Failed { reason: e.to_string(), hint: "set --sacctmgr PATH (or SLURMPLAN_SACCTMGR)".into() },
-            ),
-        };
+        let (output, outcome) = writer.write(step);
         let (result, reason) = match &outcome {
             Outcome::Ok => ("ok", None),
             Outcome::Failed { reason, .. } => ("failed", Some(reason.as_str())),
@@ -151,6 +138,7 @@ pub fn execute(
                     failure: Some(StepFailure {
                         step: step.number,
                         command: slurmplan_sacctmgr::quote::shown_argv(&step.argv),
+                        speaker: writer.speaker(),
                         reason,
                         hint,
                         output: tail(text.trim(), 8),
@@ -224,7 +212,7 @@ mod tests {
     }
 
     use slurmplan_sacctmgr::reads::Read;
-    use slurmplan_sacctmgr::transport::RunError;
+    use slurmplan_sacctmgr::transport::{Output, RunError, Transport};
     use std::time::Duration;
 
     /// A transport that cannot start sacctmgr, as exec fails with E2BIG on a word past 128 KiB.
@@ -246,7 +234,7 @@ mod tests {
 
     struct Quiet;
     impl Observer for Quiet {
-        fn started(&mut self, _: &Step, _: usize) {}
+        fn started(&mut self, _: &Step, _: usize, _: &[String]) {}
         fn finished(&mut self, _: &Step, _: usize, _: bool) {}
     }
 
@@ -263,7 +251,7 @@ mod tests {
         let mut journal = journal::Journal::create(&dir.path().join("j.jsonl")).unwrap();
         let locks_dir = lock::LockDir::open(Some(dir.path()), false).unwrap().unwrap();
         let locks = lock::acquire(&locks_dir, &lock::scope(&plan), std::time::Duration::from_secs(1)).unwrap();
-        let report = execute(&plan, &TooLong, &mut journal, &mut Quiet, &locks).unwrap();
+        let report = execute(&plan, &mut writer::SacctmgrWriter(&TooLong), &mut journal, &mut Quiet, &locks).unwrap();
         locks.release();
         let f = report.failure.expect("the step fails");
         assert!(f.command.len() < 1_000, "{} bytes", f.command.len());
@@ -365,7 +353,7 @@ mod tests {
             let runner = Counting(Default::default());
             let jpath = tmp.path().join("j.jsonl");
             let mut journal = Journal::create(&jpath).unwrap();
-            let r = execute(&plan, &runner, &mut journal, &mut Quiet, &locks);
+            let r = execute(&plan, &mut writer::SacctmgrWriter(&runner), &mut journal, &mut Quiet, &locks);
             assert!(matches!(r, Err(ExecError::NotLocked { .. })), "{held:?}: {r:?}");
             assert_eq!(runner.0.load(std::sync::atomic::Ordering::SeqCst), 0, "{held:?}");
             assert_eq!(std::fs::read_to_string(&jpath).unwrap(), "", "{held:?}");
@@ -374,7 +362,7 @@ mod tests {
         let locks = lock::acquire(&dir, &s, timeout).unwrap();
         let runner = Counting(Default::default());
         let mut journal = Journal::create(&tmp.path().join("ok.jsonl")).unwrap();
-        execute(&plan, &runner, &mut journal, &mut Quiet, &locks).unwrap();
+        execute(&plan, &mut writer::SacctmgrWriter(&runner), &mut journal, &mut Quiet, &locks).unwrap();
         assert!(runner.0.load(std::sync::atomic::Ordering::SeqCst) > 0, "the plan's own locks let it run");
         locks.release();
     }

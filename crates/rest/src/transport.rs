@@ -13,8 +13,10 @@
 //! into a message, and only goes in the `X-SLURM-USER-TOKEN` header; text from a response
 //! reaches a message cut and with the token scrubbed out.
 //!
-//! Must not: write to slurmdbd (plan steps are refused, [`Transport::run`]), print, spawn, or
-//! write files.
+//! Writes go only through [`RestTransport::write`], one [`crate::write::Call`] at a time;
+//! [`Transport::run`] (a sacctmgr argv) is refused.
+//!
+//! Must not: print, spawn, or write files.
 
 use std::io::Read as _;
 use std::path::Path;
@@ -553,7 +555,10 @@ impl RestTransport {
             let said = v.as_object().map(|o| {
                 o.iter()
                     .filter(|(k, _)| !matches!(k.as_str(), "meta" | "errors" | "warnings"))
-                    .map(|(k, v)| format!("{k}: {v}"))
+                    .map(|(k, v)| match v.as_str() {
+                        Some(text) => format!("{k}: {}", text.trim()),
+                        None => format!("{k}: {v}"),
+                    })
                     .collect::<Vec<_>>()
                     .join("; ")
             });
@@ -830,6 +835,16 @@ mod tests {
             assert_eq!((got.file, c), (r.file, cluster));
         }
         assert!(read_of(&["-i".into(), "add".into()]).is_none());
+    }
+
+    #[test]
+    fn a_filter_query_encodes_every_name_and_its_list_separator() {
+        let q = query(&[("cluster", vec!["c1".into()]), ("user", vec!["a&b".into(), "ü x".into()])]).unwrap();
+        assert_eq!(q, "cluster=c1&user=a%26b%2C%C3%BC%20x");
+        // a filter without a value would widen a DELETE to every row
+        assert!(query(&[("cluster", vec!["c1".into()]), ("account", vec![])]).is_err());
+        assert!(query(&[("account", vec!["".into()])]).is_err());
+        assert!(query(&[("account", vec!["a,b".into()])]).is_err());
     }
 
     #[test]

@@ -477,3 +477,290 @@ pub fn patch_record(a: &Value, record: &AccountRecord) -> Value {
     }
     out
 }
+
+impl Call {
+    /// The call as a reviewer reads it: method, path under `/slurmdb/VERSION/`, body (compact
+    /// JSON). A read-modify-write shows its read and what it changes on each object read. No
+    /// token: calls never hold one.
+    pub fn shown(&self) -> String {
+        let skeleton = |account: &str, user: &str, partition: &str| json!({"account": account, "cluster": "", "user": user, "partition": partition});
+        match self {
+            Call::Post { endpoint, body } => format!("POST {endpoint} {body}"),
+            Call::Delete { endpoint, filters } => {
+                let q: Vec<String> = filters.iter().map(|(n, v)| format!("{n}={}", v.join(","))).collect();
+                format!("DELETE {endpoint}?{}", q.join("&"))
+            }
+            Call::DeleteQos { name } => format!("DELETE qos/{name}"),
+            Call::Rows { cluster, keys, change } => {
+                let mut change_only = changed_row(&skeleton("", "", ""), change);
+                if let Some(o) = change_only.as_object_mut() {
+                    for k in ["account", "cluster", "user", "partition"] {
+                        o.remove(k);
+                    }
+                    if matches!(change, RowChange::Set(_)) {
+                        // the lists as read go back; show only the entries the step changes
+                        prune_empty(o);
+                    }
+                }
+                let rows: Vec<String> = keys
+                    .iter()
+                    .map(|k| {
+                        let p = match (&k.partition, change) {
+                            (_, RowChange::MakeDefault) => " (every partition)".to_string(),
+                            (Some(p), _) => format!(" partition {p}"),
+                            (None, _) => String::new(),
+                        };
+                        if k.user.is_empty() {
+                            format!("account {}{p}", k.account)
+                        } else {
+                            format!("{}@{}{p}", k.user, k.account)
+                        }
+                    })
+                    .collect();
+                format!(
+                    "GET associations/ of {} on {cluster} (own values), then POST associations/ each as read (every TRES list kept) with {change_only}",
+                    rows.join(", ")
+                )
+            }
+            Call::Qos { name, set } => {
+                let mut q = json!({});
+                let _ = patch_qos(&mut q, set);
+                format!("GET qos/{name}, then POST qos/ it as read with {q}")
+            }
+            Call::Record { name, record } => {
+                let mut a = patch_record(&json!({}), record);
+                if let Some(o) = a.as_object_mut() {
+                    o.remove("name");
+                    if record.description.is_none() {
+                        o.remove("description");
+                    }
+                    if record.organization.is_none() {
+                        o.remove("organization");
+                    }
+                }
+                format!("GET account/{name}, then POST accounts/ it as read with {a}")
+            }
+        }
+    }
+}
+
+/// Drop empty arrays and objects left empty by that (the skeleton's unchanged TRES lists).
+fn prune_empty(o: &mut Map<String, Value>) {
+    let keys: Vec<String> = o.keys().cloned().collect();
+    for k in keys {
+        if k == "qos" {
+            continue;
+        }
+        let empty = match o.get_mut(&k) {
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Object(inner)) => {
+                prune_empty(inner);
+                inner.is_empty()
+            }
+            _ => false,
+        };
+        if empty {
+            o.remove(&k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slurmplan_model::{ClusterState, NameKind, UserKey};
+    use slurmplan_sacctmgr::load_file::{LoadAccount, LoadRow, LoadUser};
+    use std::collections::BTreeMap;
+
+    fn n(s: &str) -> Name {
+        Name::keep_case(s, NameKind::Account).unwrap()
+    }
+
+    fn state_with(user_rows: &[(&str, &str, Option<&str>)]) -> State {
+        let mut c = ClusterState::with_root();
+        for (account, user, partition) in user_rows {
+            if !c.accounts.contains(account) {
+                c.accounts.insert(n(account), "root", Default::default()).unwrap();
+            }
+            let key = UserKey { account: n(account), user: n(user), partition: partition.map(n) };
+            c.users.insert(key, Default::default());
+        }
+        State { clusters: [(n("c1"), c)].into(), ..Default::default() }
+    }
+
+    fn post(call: &Call) -> (&'static str, &Value) {
+        match call {
+            Call::Post { endpoint, body } => (endpoint, body),
+            other => panic!("not a POST: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn adds_go_through_the_association_endpoints_with_sacctmgrs_settings() {
+        let mut set = AssocSet {
+            qos: Some(QosList::Set([n("normal"), n("gpu")].into())),
+            default_qos: Some(Some(n("normal"))),
+            fairshare: Some(Some(Fairshare::Parent)),
+            ..Default::default()
+        };
+        set.scalars.insert(Scalar::MaxWall, Some(60));
+        set.tres
+            .insert(TresLimit::GrpTresMins, BTreeMap::from([("cpu".into(), Some(10)), ("gres/gpu".into(), Some(2))]));
+        let add = Command::AddUser {
+            cluster: n("c1"),
+            users: vec![n("u1"), n("u2")],
+            account: n("a1"),
+            partition: Some(n("gpu")),
+            set: set.clone(),
+            more_accounts: vec![n("a2")],
+            default_account: Some(n("a1")),
+        };
+        let calls = calls(&add, &State::default()).unwrap();
+        let (endpoint, body) = post(&calls[0]);
+        assert_eq!(endpoint, "users_association/");
+        assert_eq!(
+            body,
+            &json!({
+                "association_condition": {
+                    "users": ["u1", "u2"], "accounts": ["a1", "a2"], "clusters": ["c1"], "partitions": ["gpu"],
+                    "association": {
+                        "qoslevel": ["gpu", "normal"], "defaultqos": "normal", "fairshare": 0x7fff_ffff,
+                        "maxwalldurationperjob": {"set": true, "infinite": false, "number": 60},
+                        "grptresmins": [{"type": "cpu", "name": "", "count": 10}, {"type": "gres", "name": "gpu", "count": 2}],
+                    },
+                },
+                "user": {"defaultaccount": "a1"},
+            })
+        );
+        let acct = Command::AddAccount {
+            cluster: n("c1"),
+            names: vec![n("a3")],
+            parent: n("a1"),
+            record: AccountRecord { description: Some("d".into()), organization: None },
+            set: AssocSet::default(),
+        };
+        let calls = super::calls(&acct, &State::default()).unwrap();
+        let (endpoint, body) = post(&calls[0]);
+        assert_eq!(endpoint, "accounts_association/");
+        assert_eq!(
+            body,
+            &json!({"association_condition": {"accounts": ["a3"], "clusters": ["c1"], "association": {"parent": "a1"}}, "account": {"description": "d"}})
+        );
+    }
+
+    #[test]
+    fn what_slurmrestd_cannot_write_is_refused_before_sending() {
+        let st = State::default();
+        let modify = |qos| Command::ModifyAccount {
+            cluster: n("c1"),
+            names: vec![n("a1")],
+            set: AssocSet { qos: Some(qos), ..Default::default() },
+        };
+        assert!(calls(&modify(QosList::Inherit), &st).unwrap_err().0.contains("parent's QoS list"));
+        let delta = QosList::Delta { add: [n("q")].into(), remove: Default::default() };
+        assert!(calls(&modify(delta), &st).unwrap_err().0.contains("delta"));
+        assert!(calls(&modify(QosList::Set(Default::default())), &st).unwrap_err().0.contains("empty"));
+        assert!(calls(&modify(QosList::Set([n("q")].into())), &st).is_ok());
+        // the row without a partition cannot be named apart from the user's partition rows
+        let st = state_with(&[("a1", "u1", None), ("a1", "u1", Some("gpu")), ("a1", "u2", None)]);
+        let del = |users: &[&str]| Command::DeleteUser {
+            cluster: n("c1"),
+            users: users.iter().map(|u| n(u)).collect(),
+            account: n("a1"),
+            partition: None,
+        };
+        assert!(calls(&del(&["u2", "u1"]), &st).unwrap_err().0.contains("`u1` under `a1`"));
+        assert_eq!(
+            calls(&del(&["u2"]), &st).unwrap(),
+            vec![Call::Delete {
+                endpoint: "associations/",
+                filters: vec![
+                    ("cluster", vec!["c1".into()]),
+                    ("account", vec!["a1".into()]),
+                    ("user", vec!["u2".into()])
+                ],
+            }]
+        );
+    }
+
+    #[test]
+    fn a_changed_row_keeps_every_tres_list_and_the_stored_qos() {
+        let row = json!({
+            "account": "a1", "cluster": "c1", "user": "u1", "partition": "", "qos": ["normal"], "shares_raw": 5,
+            "max": {"tres": {
+                "total": [{"type": "cpu", "name": "", "id": 1, "count": 8}, {"type": "mem", "name": "", "id": 2, "count": 100}],
+                "group": {"minutes": [], "active": [{"type": "cpu", "name": "", "id": 1, "count": 7}]},
+                "minutes": {"total": [], "per": {"job": []}},
+                "per": {"job": [], "node": [{"type": "cpu", "name": "", "id": 1, "count": 2}]},
+            }},
+        });
+        let mut set = AssocSet { default_qos: Some(None), fairshare: Some(None), ..Default::default() };
+        set.tres.insert(TresLimit::GrpTres, BTreeMap::from([("mem".into(), None), ("gres/gpu".into(), Some(4))]));
+        set.scalars.insert(Scalar::GrpJobs, None);
+        let out = changed_row(&row, &RowChange::Set(set));
+        assert_eq!(
+            out,
+            json!({
+                "account": "a1", "cluster": "c1", "user": "u1", "partition": "",
+                "qos": [], "shares_raw": 1, "default": {"qos": ""},
+                "max": {
+                    "jobs": {"per": {"count": {"set": false, "infinite": true, "number": 0}}},
+                    "tres": {
+                        "total": [
+                            {"type": "cpu", "name": "", "id": 1, "count": 8},
+                            {"type": "mem", "name": "", "id": 2, "count": -1},
+                            {"type": "gres", "name": "gpu", "count": 4},
+                        ],
+                        "group": {"minutes": [], "active": [{"type": "cpu", "name": "", "id": 1, "count": 7}]},
+                        "minutes": {"total": [], "per": {"job": []}},
+                        "per": {"job": [], "node": [{"type": "cpu", "name": "", "id": 1, "count": 2}]},
+                    },
+                },
+            })
+        );
+        let set_qos = AssocSet { qos: Some(QosList::Set([n("gpu")].into())), ..Default::default() };
+        assert_eq!(changed_row(&row, &RowChange::Set(set_qos))["qos"], json!(["gpu"]));
+        assert_eq!(changed_row(&row, &RowChange::MakeDefault)["is_default"], json!(true));
+        assert_eq!(changed_row(&row, &RowChange::Parent("p".into()))["parent_account"], json!("p"));
+    }
+
+    #[test]
+    fn a_qos_change_sets_its_flags_by_slurmrestds_names_and_keeps_the_rest() {
+        let mut q = json!({"name": "q", "flags": ["NO_DECAY"], "priority": {"set": true, "number": 5},
+            "limits": {"max": {"tres": {"total": [{"type": "cpu", "name": "", "count": 5}]}}}});
+        let set = QosSet {
+            flags: Some(["DenyOnLimit".to_string()].into()),
+            grp_tres: BTreeMap::from([("cpu".into(), None)]),
+            max_wall: Some(Some(60)),
+            ..Default::default()
+        };
+        patch_qos(&mut q, &set).unwrap();
+        assert_eq!(q["flags"], json!(["DENY_LIMIT"]));
+        assert_eq!(q["priority"]["number"], json!(5));
+        assert_eq!(q["limits"]["max"]["tres"]["total"][0]["count"], json!(-1));
+        assert_eq!(q["limits"]["max"]["wall_clock"]["per"]["job"]["number"], json!(60));
+        let unknown = QosSet { flags: Some(["NoSuchFlag".to_string()].into()), ..Default::default() };
+        assert!(patch_qos(&mut q, &unknown).is_err());
+    }
+
+    #[test]
+    fn a_load_is_the_calls_of_the_commands_it_stands_for() {
+        let load = Command::Load {
+            cluster: n("c1"),
+            accounts: vec![LoadAccount {
+                name: n("a1"),
+                parent: n("root"),
+                description: "d".into(),
+                organization: "o".into(),
+                set: AssocSet::default(),
+            }],
+            users: vec![LoadUser {
+                name: n("u1"),
+                default_account: n("a1"),
+                rows: vec![LoadRow { account: n("a1"), set: AssocSet::default() }],
+            }],
+        };
+        let got: Vec<&str> = calls(&load, &State::default()).unwrap().iter().map(|c| post(c).0).collect();
+        assert_eq!(got, vec!["accounts_association/", "users_association/"]);
+    }
+}
