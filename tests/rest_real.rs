@@ -2,8 +2,10 @@
 //! started with `scripts/slurm-testbed up DIR --version 24.11 --rest`): the CLI's reads through
 //! slurmrestd give the same state and the same plan as its reads through sacctmgr, on a site
 //! seeded with sacctmgr (explicit QoS lists, `+`/`-` deltas on accounts and on a user's
-//! partition row, FairShare=parent, limits, DefaultAccounts); writes, bad tokens, loose token
-//! files and plain http to another host are refused with the token never shown.
+//! partition row, FairShare=parent, limits, DefaultAccounts); plans applied through slurmrestd
+//! converge (checked with sacctmgr), keep what they do not manage and refuse, before sending
+//! anything, a step slurmrestd cannot write; bad tokens, loose token files and plain http to
+//! another host are refused with the token never shown.
 //! (The differential harness also compares every state it reads, tests/differential/bed.rs.)
 
 mod common;
@@ -113,19 +115,12 @@ fn rest_reads_give_the_state_and_the_plan_sacctmgr_reads_give() {
 
 #[test]
 #[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test rest_real -- --ignored"]
-fn rest_refuses_writes_bad_tokens_loose_token_files_and_clear_text() {
+fn rest_refuses_bad_tokens_loose_token_files_and_clear_text() {
     testbed();
     let url = rest_bed();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("snap");
     let token = std::fs::read_to_string(std::env::var("SLURMPLAN_REST_TOKEN_FILE").unwrap()).unwrap();
-
-    // writes: refused before anything is read or run
-    let desired = dir.path().join("d.yaml");
-    std::fs::write(&desired, "version: 1\nclusters: {}\n").unwrap();
-    let r = slurmplan(&["--transport", "rest", "apply", "-d", s(&desired), "--auto-approve"]);
-    assert_eq!(r.code, 64, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("does not write through slurmrestd"), "{}", r.stderr);
 
     // a token with a wrong signature: slurmrestd refuses it; the token is not shown
     let bad = dir.path().join("bad.token");
@@ -161,4 +156,120 @@ fn rest_refuses_writes_bad_tokens_loose_token_files_and_clear_text() {
         slurmplan(&["--transport", "rest", "--rest-token-file", s(&dir.path().join("none")), "dump", "-o", s(&out)]);
     assert_eq!(r.code, 64, "{}", r.stderr);
     assert!(!Path::new(&out).exists());
+}
+
+/// One desired file per stage of `rest_applies_plans_and_refuses_what_it_cannot_write`.
+fn desired_file(dir: &Path, name: &str, c: &str, accounts: &str, qos: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(
+        &p,
+        format!("version: 1\nmanaged:\n  roots: [rw_top]\nqos:\n  normal: {{}}\n{qos}clusters:\n  {c}:\n    accounts:\n{accounts}"),
+    )
+    .unwrap();
+    s(&p).to_string()
+}
+
+#[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test rest_real -- --ignored"]
+fn rest_applies_plans_and_refuses_what_it_cannot_write() {
+    testbed();
+    rest_bed();
+    let token = std::fs::read_to_string(std::env::var("SLURMPLAN_REST_TOKEN_FILE").unwrap()).unwrap();
+    let c = new_cluster("rw");
+    let cl = format!("cluster={c}");
+    let dir = tempfile::tempdir().unwrap();
+    let converged = |desired: &str| {
+        // checked through sacctmgr: nothing left to do
+        let r = slurmplan(&["plan", "-d", desired, "--cluster", &c, "--detailed-exitcode"]);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    };
+    let apply = |desired: &str, journal: &str| {
+        let j = dir.path().join(journal);
+        let r = slurmplan(&[
+            "--transport",
+            "rest",
+            "apply",
+            "-d",
+            desired,
+            "--cluster",
+            &c,
+            "--auto-approve",
+            "--journal",
+            s(&j),
+        ]);
+        let text = std::fs::read_to_string(&j).unwrap_or_default();
+        assert!(!text.contains(token.trim()) && !r.stderr.contains(token.trim()) && !r.stdout.contains(token.trim()));
+        (r, text)
+    };
+
+    // 1. creates: a QoS, accounts with settings and records, users with a DefaultAccount
+    let qos1 = "  e2e_rwq:\n    flags: [DenyOnLimit]\n";
+    let d1 = desired_file(
+        dir.path(),
+        "d1.yaml",
+        &c,
+        "      rw_top: {description: rest top, organization: hpc}\n      rw_a: {parent: rw_top, qos: [normal, e2e_rwq], default_qos: normal, grp_tres_mins: {cpu: 9000}, max_wall: 90, users: [rw_u1, rw_u2]}\n      rw_b: {parent: rw_top, fairshare: parent, users: [rw_u1]}\n",
+        qos1,
+    );
+    let (r, journal) = apply(&d1, "j1.jsonl");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("via slurmrestd: POST accounts_association/"), "{}", r.stderr);
+    assert!(r.stderr.contains("Verified"), "{}", r.stderr);
+    assert!(journal.contains("POST users_association/"), "{journal}");
+    converged(&d1);
+
+    // 2. changes, with a limit slurmplan does not manage on the row it changes (it must stay)
+    seed(&["modify", "account", "where", "name=rw_a", &cl, "set", "grptresrunmins=cpu=777"]);
+    let qos2 = "  e2e_rwq:\n    flags: [DenyOnLimit, NoDecay]\n";
+    let d2 = desired_file(
+        dir.path(),
+        "d2.yaml",
+        &c,
+        "      rw_top: {description: rest top, organization: hpc}\n      rw_a: {parent: rw_top, description: renamed, qos: [normal, e2e_rwq], default_qos: e2e_rwq, grp_tres_mins: {cpu: 12000}, grp_jobs: 5, users: [rw_u2]}\n      rw_b: {parent: rw_top, users: [rw_u1, rw_u2]}\n",
+        qos2,
+    );
+    let plan = slurmplan(&["--transport", "rest", "plan", "-d", &d2, "--cluster", &c]);
+    assert!(plan.stdout.contains("Through slurmrestd (--transport rest), apply sends"), "{}", plan.stdout);
+    assert!(plan.stdout.contains("GET qos/e2e_rwq, then POST qos/"), "{}", plan.stdout);
+    let (r, _) = apply(&d2, "j2.jsonl");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    converged(&d2);
+    let kept = show(&["show", "assoc", "where", "account=rw_a", &cl, "user=", "format=GrpTRESRunMins,GrpJobs"]);
+    assert_eq!(kept, vec!["cpu=777|5".to_string()]);
+
+    // 3. a step slurmrestd cannot write (back to the parent's QoS list): refused, nothing sent
+    let d3 = desired_file(
+        dir.path(),
+        "d3.yaml",
+        &c,
+        "      rw_top: {description: rest top, organization: hpc}\n      rw_a: {parent: rw_top, description: renamed, grp_tres_mins: {cpu: 12000}, grp_jobs: 7, users: [rw_u2]}\n      rw_b: {parent: rw_top, users: [rw_u1, rw_u2]}\n",
+        qos2,
+    );
+    let plan = slurmplan(&["--transport", "rest", "plan", "-d", &d3, "--cluster", &c]);
+    assert!(plan.stdout.contains("cannot be applied through slurmrestd"), "{}", plan.stdout);
+    let (r, _) = apply(&d3, "j3.jsonl");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("nothing was run") && r.stderr.contains("parent's QoS list"), "{}", r.stderr);
+    let untouched = show(&["show", "assoc", "where", "account=rw_a", &cl, "user=", "format=GrpJobs"]);
+    assert_eq!(untouched, vec!["5".to_string()]);
+    // the same plan through sacctmgr
+    let r = slurmplan(&["apply", "-d", &d3, "--cluster", &c, "--auto-approve"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    converged(&d3);
+
+    // 4. removals through slurmrestd
+    let d4 = desired_file(dir.path(), "d4.yaml", &c, "      rw_top: {description: rest top, organization: hpc}\n", "");
+    let (r, _) = apply(&d4, "j4.jsonl");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("via slurmrestd: DELETE associations/?cluster="), "{}", r.stderr);
+    converged(&d4);
+    seed(&["delete", "cluster", "where", &format!("name={c}")]);
+    let _ = seed_ok(&["delete", "qos", "where", "name=e2e_rwq"]);
+}
+
+/// A clean-up write that may find nothing to do.
+fn seed_ok(args: &[&str]) -> bool {
+    let mut v = vec!["-i"];
+    v.extend_from_slice(args);
+    common::testbed::sacctmgr(&v).status.success()
 }

@@ -37,9 +37,9 @@ pub struct Global {
     /// run on DEST). Not for ssh, which joins words into a shell line: use --ssh
     #[arg(long, global = true, env = "SLURMPLAN_EXEC_PREFIX", value_name = "WORDS")]
     pub exec_prefix: Option<String>,
-    /// How slurmdbd is read: `sacctmgr` (run locally, through --exec-prefix or over --ssh) or
-    /// `rest` (slurmrestd at --rest-url, Slurm 24.11 and later; reads only: apply, reconcile
-    /// and undo write with sacctmgr)
+    /// How slurmdbd is read and written: `sacctmgr` (run locally, through --exec-prefix or over
+    /// --ssh) or `rest` (slurmrestd at --rest-url, Slurm 24.11 and later; a plan holding a step
+    /// slurmrestd cannot write is refused by apply before anything is sent)
     #[arg(long, global = true, value_enum, env = "SLURMPLAN_TRANSPORT", default_value_t = TransportChoice::Sacctmgr)]
     pub transport: TransportChoice,
     /// slurmrestd's URL for --transport rest: https://HOST:PORT[/PREFIX] (plain http only to a

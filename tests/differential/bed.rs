@@ -90,7 +90,7 @@ pub fn bed() -> Bed {
     Bed { runner, version, rest, rest_compared: Default::default() }
 }
 
-/// `state` as slurmrestd can show it (docs/operations.md, "Reading through slurmrestd"): a
+/// `state` as slurmrestd can show it (docs/operations.md, "Through slurmrestd"): a
 /// QoS removal of a name the parent's effective list lacks changes nothing and is invisible, so
 /// it is dropped (a delta left empty is inheriting).
 fn as_rest_sees(state: &State) -> State {

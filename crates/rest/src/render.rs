@@ -11,7 +11,7 @@
 //! row's effective list lacks. The inference is checked (parent's list, plus the adds, minus the
 //! removes, must give the row's effective list) and refused when it does not hold. A removal of
 //! a name the parent does not have changes nothing Slurm enforces and is invisible here: such a
-//! row reads as inheriting (docs/operations.md, "Reading through slurmrestd").
+//! row reads as inheriting (docs/operations.md, "Through slurmrestd").
 //!
 //! Pure: no I/O, no printing; free text that sacctmgr's line format cannot carry (a line break)
 //! is refused, never altered.
