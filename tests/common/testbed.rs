@@ -84,6 +84,13 @@ pub fn new_cluster(name: &str) -> String {
 
 /// slurmplan with `args` against the bed's sacctmgr, locks in the temporary directory.
 pub fn slurmplan_on_bed(args: &[&str]) -> Command {
+    // SLURMPLAN_TRANSPORT=rest (inherited) runs every call through the bed's slurmrestd
+    if std::env::var("SLURMPLAN_TRANSPORT").is_ok_and(|t| t == "rest") {
+        assert!(
+            std::env::var("SLURMPLAN_REST_URL").is_ok_and(|u| !u.is_empty()),
+            "SLURMPLAN_TRANSPORT=rest needs a bed with slurmrestd (`up DIR --version 24.11 --rest`)"
+        );
+    }
     let mut c = slurmplan_cmd(args);
     c.env("SLURMPLAN_SACCTMGR", sacctmgr_path()).env("SLURMPLAN_LOCK_DIR", std::env::temp_dir());
     c
