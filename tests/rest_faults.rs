@@ -273,3 +273,78 @@ fn settings_are_checked_before_anything_is_sent() {
     assert!(r.stderr.contains("needs a JWT"), "{}", r.stderr);
     let _ = tf;
 }
+
+/// The site agent's config in REST mode, with `rest_api` as given.
+fn agent_config(dir: &Path, rest_api: &str) -> PathBuf {
+    let p = dir.join("agent.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "offerings:\n  - name: hpc\n    waldur_api_url: https://waldur.example.org/api/\n    waldur_api_token: not-a-real-token\n    backend_type: slurm\n    backend_settings:\n      default_account: root\n      customer_prefix: c_\n      project_prefix: p_\n      allocation_prefix: a_\n      cluster_name: testcl\n      execution_mode: rest\n      rest_api:\n{rest_api}"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn the_agent_configs_rest_mode_reads_through_slurmrestd() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = serve(Faults::default());
+    let tf = token_file(dir.path());
+    let go = |cfg: &Path, env: &[(&str, &str)]| {
+        let out = dir.path().join("snap");
+        let _ = std::fs::remove_dir_all(&out);
+        let mut c = slurmplan_cmd(&["--agent-config", s(cfg), "dump", "-o", s(&out)]);
+        for v in ["SLURMPLAN_TRANSPORT", "SLURMPLAN_REST_URL", "SLURMPLAN_REST_TOKEN_FILE", "SLURMPLAN_REST_USER"] {
+            c.env_remove(v);
+        }
+        c.env_remove("SLURM_JWT").env("SLURMPLAN_SACCTMGR", "/nonexistent/sacctmgr");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        (run(&mut c), out)
+    };
+    // url, username and token_file from the config: no flag, no sacctmgr
+    let cfg = agent_config(
+        dir.path(),
+        &format!(
+            "        url: {url}\n        username: root\n        token_file: {}\n        api_version: v0.0.43\n",
+            s(&tf)
+        ),
+    );
+    let (r, out) = go(&cfg, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("through slurmrestd at {url}")), "{}", r.stderr);
+    assert!(r.stderr.contains("api_version` is not used"), "{}", r.stderr);
+    assert!(out.join("assocs.txt").exists());
+    // the token from the variable token_env names
+    let cfg =
+        agent_config(dir.path(), &format!("        url: {url}\n        username: root\n        token_env: SITE_JWT\n"));
+    let (r, _) = go(&cfg, &[("SITE_JWT", TOKEN)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let (r, _) = go(&cfg, &[]);
+    assert_eq!(r.code, 64, "{}", r.stderr);
+    assert!(r.stderr.contains("`SITE_JWT`, which is not set"), "{}", r.stderr);
+    // --transport sacctmgr beats the config (and then sacctmgr is what runs)
+    let mut c =
+        slurmplan_cmd(&["--transport", "sacctmgr", "--agent-config", s(&cfg), "dump", "-o", s(&dir.path().join("x"))]);
+    c.env_remove("SLURMPLAN_TRANSPORT").env("SLURMPLAN_SACCTMGR", "/nonexistent/sacctmgr");
+    let r = run(&mut c);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("/nonexistent/sacctmgr"), "{}", r.stderr);
+    // what slurmplan refuses in the config: no TLS verification, no token source
+    for (rest_api, says) in [
+        (format!("        url: {url}\n        token_env: X\n        verify_ssl: false\n"), "always verifies"),
+        (format!("        url: {url}\n        username: root\n"), "names no token"),
+    ] {
+        let cfg = agent_config(dir.path(), &rest_api);
+        let (r, out) = go(&cfg, &[]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+        assert!(!out.exists());
+    }
+    for part in TOKEN.split('.') {
+        assert!(!r.stderr.contains(part), "{}", r.stderr);
+    }
+}

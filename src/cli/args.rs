@@ -39,9 +39,10 @@ pub struct Global {
     pub exec_prefix: Option<String>,
     /// How slurmdbd is read and written: `sacctmgr` (run locally, through --exec-prefix or over
     /// --ssh) or `rest` (slurmrestd at --rest-url, Slurm 24.11 and later; a plan holding a step
-    /// slurmrestd cannot write is refused by apply before anything is sent)
-    #[arg(long, global = true, value_enum, env = "SLURMPLAN_TRANSPORT", default_value_t = TransportChoice::Sacctmgr)]
-    pub transport: TransportChoice,
+    /// slurmrestd cannot write is refused by apply before anything is sent). Default: `rest`
+    /// when --agent-config says `execution_mode: rest`, else `sacctmgr`
+    #[arg(long, global = true, value_enum, env = "SLURMPLAN_TRANSPORT")]
+    pub transport: Option<TransportChoice>,
     /// slurmrestd's URL for --transport rest: https://HOST:PORT[/PREFIX] (plain http only to a
     /// loopback address)
     #[arg(long, global = true, env = "SLURMPLAN_REST_URL", value_name = "URL")]

@@ -23,6 +23,7 @@ use slurmplan::sacctmgr::transport::Transport;
 use super::args::{ColorChoice, Global, TransportChoice};
 use super::print::print_diags;
 use super::{EXIT_USAGE, Failure};
+use slurmplan::waldur::config::{RestApi as AgentRest, Settings as AgentSettings};
 
 /// Everything a command needs to know beyond its own arguments.
 #[derive(Debug)]
@@ -44,7 +45,9 @@ pub struct Settings {
     exec_prefix: Option<String>,
     ssh: Option<String>,
     timeout: u64,
-    transport: TransportChoice,
+    /// `--transport` / `SLURMPLAN_TRANSPORT`; unset: the agent config's `execution_mode`, else
+    /// sacctmgr.
+    transport: Option<TransportChoice>,
     rest_url: Option<String>,
     rest_token_file: Option<PathBuf>,
     rest_user: Option<String>,
@@ -52,6 +55,8 @@ pub struct Settings {
     /// sacctmgr's path, taken from the agent config at most once (when a command first runs
     /// sacctmgr).
     program: OnceCell<PathBuf>,
+    /// The agent config's settings, read at most once (when a live read or sacctmgr needs them).
+    agent: OnceCell<Option<AgentSettings>>,
 }
 
 impl Settings {
@@ -82,32 +87,97 @@ impl Settings {
             rest_user: g.rest_user,
             rest_ca_cert: g.rest_ca_cert,
             program: OnceCell::new(),
+            agent: OnceCell::new(),
         }
     }
 
-    /// `--transport rest`: slurmdbd is read and written through slurmrestd.
-    pub fn through_rest(&self) -> bool {
-        self.transport == TransportChoice::Rest
+    /// The agent config's checked settings (`--agent-config`), read the first time they are
+    /// needed; `None` without one.
+    fn agent(&self) -> Result<Option<&AgentSettings>, Failure> {
+        if let Some(a) = self.agent.get() {
+            return Ok(a.as_ref());
+        }
+        let loaded = match &self.agent_config {
+            None => None,
+            Some(path) => {
+                let text = read_agent_config(path)?;
+                match slurmplan::waldur::config::load_config(path, &text, None) {
+                    Ok((settings, warnings)) => {
+                        // the agent's settings slurmplan does not follow are said; the rest of
+                        // the file's warnings belong to `waldur build` and `doctor --config`
+                        let mut ignored: Vec<_> =
+                            warnings.into_iter().filter(|d| d.code == "config-ignored-key").collect();
+                        print_diags(&mut ignored);
+                        Some(settings)
+                    }
+                    Err(mut diags) => {
+                        print_diags(&mut diags);
+                        return Err(Failure::new(format!("cannot use the agent config `{}`", path.display()))
+                            .hint("fix the file, or give --sacctmgr PATH (or the --rest-* settings) instead"));
+                    }
+                }
+            }
+        };
+        Ok(self.agent.get_or_init(|| loaded).as_ref())
     }
 
-    /// The transport the current state is read through: `--transport rest` (slurmrestd), else
-    /// sacctmgr's [`Settings::runner`].
+    /// The agent config's slurmrestd settings, when it has them (`execution_mode: rest`).
+    fn agent_rest(&self) -> Result<Option<&AgentRest>, Failure> {
+        Ok(self.agent()?.and_then(|a| a.rest.as_ref()))
+    }
+
+    /// How slurmdbd is reached: `--transport` (or `SLURMPLAN_TRANSPORT`), else `rest` when the
+    /// agent config says `execution_mode: rest`, else sacctmgr.
+    fn transport(&self) -> Result<TransportChoice, Failure> {
+        if let Some(t) = self.transport {
+            return Ok(t);
+        }
+        Ok(if self.agent_rest()?.is_some() { TransportChoice::Rest } else { TransportChoice::Sacctmgr })
+    }
+
+    /// Slurmdbd is read and written through slurmrestd (see [`Settings::reader`]).
+    pub fn through_rest(&self) -> bool {
+        self.transport().is_ok_and(|t| t == TransportChoice::Rest)
+    }
+
+    /// The transport the current state is read through: slurmrestd (`--transport rest`, or the
+    /// agent config's `execution_mode: rest`), else sacctmgr's [`Settings::runner`].
     pub fn reader(&self) -> Result<Reader, Failure> {
-        match self.transport {
+        match self.transport()? {
             TransportChoice::Sacctmgr => Ok(Reader::Sacctmgr(self.runner()?)),
             TransportChoice::Rest => self.rest().map(Reader::Rest),
         }
     }
 
+    /// slurmrestd: each setting from its flag, else its environment variable, else the agent
+    /// config's `rest_api` (url, token_file, token_env, username).
     fn rest(&self) -> Result<RestTransport, Failure> {
-        let url = self.rest_url.as_deref().filter(|u| !u.is_empty()).ok_or_else(|| {
-            Failure::new("`--transport rest` needs slurmrestd's URL")
-                .hint("pass --rest-url https://HOST:PORT (env SLURMPLAN_REST_URL)")
-                .code(EXIT_USAGE)
-        })?;
-        let token = match &self.rest_token_file {
-            Some(path) => Token::from_file(path),
-            None => match std::env::var("SLURM_JWT") {
+        let from_agent = self.agent_rest()?;
+        let url = match self.rest_url.as_deref().filter(|u| !u.is_empty()) {
+            Some(u) => u.to_string(),
+            None => from_agent.map(|r| r.url.clone()).ok_or_else(|| {
+                Failure::new("`--transport rest` needs slurmrestd's URL")
+                    .hint(
+                        "pass --rest-url https://HOST:PORT (env SLURMPLAN_REST_URL), or rest_api.url in --agent-config",
+                    )
+                    .code(EXIT_USAGE)
+            })?,
+        };
+        let token = match (&self.rest_token_file, from_agent) {
+            (Some(path), _) => Token::from_file(path),
+            (None, Some(AgentRest { token_file: Some(path), .. })) => Token::from_file(path),
+            (None, Some(AgentRest { token_env: Some(var), .. })) => match std::env::var(var) {
+                Ok(v) if !v.is_empty() => Token::new(&v, var),
+                _ => {
+                    return Err(Failure::new(format!(
+                        "the agent config's rest_api.token_env names `{}`, which is not set",
+                        diag::cut(var)
+                    ))
+                    .hint("set it, or pass --rest-token-file FILE")
+                    .code(EXIT_USAGE));
+                }
+            },
+            (None, _) => match std::env::var("SLURM_JWT") {
                 Ok(v) if !v.is_empty() => Token::new(&v, "SLURM_JWT"),
                 _ => {
                     return Err(Failure::new("`--transport rest` needs a JWT")
@@ -117,9 +187,11 @@ impl Settings {
             },
         }
         .map_err(|e| Failure::new(e.message).hint(e.hint).code(EXIT_USAGE))?;
+        let user =
+            self.rest_user.clone().filter(|u| !u.is_empty()).or_else(|| from_agent.and_then(|r| r.username.clone()));
         RestTransport::new(RestOptions {
-            url: url.to_string(),
-            user: self.rest_user.clone().filter(|u| !u.is_empty()),
+            url,
+            user,
             token,
             ca_cert: self.rest_ca_cert.clone(),
             timeout: Duration::from_secs(self.timeout),
@@ -170,9 +242,12 @@ impl Settings {
         if let Some(p) = self.program.get() {
             return Ok(p.clone());
         }
-        let program = match (&self.sacctmgr, &self.agent_config) {
+        let program = match (&self.sacctmgr, self.agent()?) {
             (Some(p), _) => p.clone(),
-            (None, Some(cfg)) => sacctmgr_from_agent_config(cfg)?,
+            // the agent's default is /usr/bin
+            (None, Some(agent)) => {
+                agent.slurm_bin_path.clone().unwrap_or_else(|| PathBuf::from("/usr/bin")).join("sacctmgr")
+            }
             (None, None) => PathBuf::from("sacctmgr"),
         };
         Ok(self.program.get_or_init(|| program).clone())
@@ -215,19 +290,6 @@ impl Settings {
 pub fn read_agent_config(path: &Path) -> Result<String, Failure> {
     slurmplan::input::read_text(path)
         .map_err(|e| Failure::new(format!("cannot read `{}`", path.display())).cause(e.to_string()))
-}
-
-/// `<slurm_bin_path>/sacctmgr` from the site-agent config (the agent's default: /usr/bin).
-fn sacctmgr_from_agent_config(path: &Path) -> Result<PathBuf, Failure> {
-    let text = read_agent_config(path)?;
-    match slurmplan::waldur::config::load_config(path, &text, None) {
-        Ok((settings, _)) => Ok(settings.slurm_bin_path.unwrap_or_else(|| PathBuf::from("/usr/bin")).join("sacctmgr")),
-        Err(mut diags) => {
-            print_diags(&mut diags);
-            Err(Failure::new(format!("cannot take sacctmgr's path from `{}`", path.display()))
-                .hint("fix the file, or give --sacctmgr PATH"))
-        }
-    }
 }
 
 /// The transport the current state is read through ([`Settings::reader`]).

@@ -86,6 +86,20 @@ pub struct Settings {
     pub qos_paused: Option<Name>,
     pub qos_management: QosManagement,
     pub components: BTreeMap<String, Component>,
+    /// `execution_mode: rest` with its `rest_api` settings: the agent reaches Slurm through
+    /// slurmrestd. `None` for `cli` (the default).
+    pub rest: Option<RestApi>,
+}
+
+/// The agent's `rest_api` settings (`execution_mode: rest`). Holds no secret: the token stays
+/// in its file or environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestApi {
+    pub url: String,
+    pub username: Option<String>,
+    pub token_file: Option<std::path::PathBuf>,
+    /// The name of the environment variable that holds the JWT.
+    pub token_env: Option<String>,
 }
 
 const BACKEND_KEYS: &[&str] = &[
@@ -106,7 +120,12 @@ const BACKEND_KEYS: &[&str] = &[
     "qos_management",
     "enable_user_homedir_account_creation",
     "default_homedir_umask",
+    "execution_mode",
+    "rest_api",
 ];
+
+/// Keys of `rest_api` (the agent's slurmrestd settings).
+const REST_API_KEYS: &[&str] = &["url", "api_version", "username", "token_file", "token_env", "verify_ssl", "timeout"];
 
 struct Ctx<'a> {
     file: &'a Path,
@@ -376,6 +395,7 @@ fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings
     let qm = qos_management(cx, bs, &qm_path);
     qos_conflicts(cx, &qm, &swap_qos, &bs_path, &qm_path);
     let components = backend_components(cx, off, &format!("{base}.backend_components"));
+    let rest = rest_api(cx, &keys, cluster_name.is_some());
 
     let offering_name = off.get("name").and_then(Value::as_str).unwrap_or("").to_string();
     let offering_uuid = off.get("waldur_offering_uuid").and_then(Value::as_str).map(str::to_string);
@@ -408,6 +428,7 @@ fn offering_settings(cx: &mut Ctx, index: usize, off: &Value) -> Option<Settings
         qos_paused: swap_qos.remove("qos_paused").flatten(),
         qos_management: qm,
         components,
+        rest: rest?,
     })
 }
 
@@ -436,6 +457,85 @@ fn backend_settings<'a>(cx: &mut Ctx, off: &'a Value, bs_path: &str) -> Option<&
         }
     }
     Some(bs)
+}
+
+/// `execution_mode` and, for `rest`, `rest_api`, checked as the agent checks them (a mode other
+/// than `cli` or `rest`, `rest` without `rest_api`, a cluster or a token source: errors), and
+/// what slurmplan does differently said: `api_version` is not pinned (the data parser is
+/// negotiated), `timeout` is `--timeout`'s, and `verify_ssl: false` is refused (the token
+/// would cross an unverified connection). `Some(None)`: cli; `None`: errors in `cx`.
+fn rest_api(cx: &mut Ctx, keys: &Keys, has_cluster: bool) -> Option<Option<RestApi>> {
+    let bs_path = keys.path;
+    let mode = keys.string(cx, "execution_mode", false);
+    match mode.as_deref() {
+        None | Some("cli") => return Some(None),
+        Some("rest") => {}
+        Some(other) => {
+            cx.error(
+                "config-bad-value",
+                format!("`{bs_path}.execution_mode` is `{other}`; the agent knows `cli` and `rest`"),
+                "write `cli` or `rest`",
+            );
+            return None;
+        }
+    }
+    let path = format!("{bs_path}.rest_api");
+    let Some(Value::Object(m)) = keys.map.get("rest_api") else {
+        cx.error(
+            "config-missing-key",
+            format!("`{bs_path}.execution_mode` is `rest` but `{path}` is missing or not a mapping"),
+            "add rest_api with url, username and token_file (or token_env)",
+        );
+        return None;
+    };
+    for k in m.keys() {
+        if !REST_API_KEYS.contains(&k.as_str()) {
+            cx.warn(
+                "config-unknown-key",
+                format!("`{path}.{k}` is not a key slurmplan knows; it is ignored"),
+                format!("known keys: {}", REST_API_KEYS.join(", ")),
+            );
+        }
+    }
+    let rk = Keys { map: m, path: &path };
+    let before = cx.diags.iter().filter(|d| d.severity == slurmplan_diag::Severity::Error).count();
+    let url = rk.string(cx, "url", true);
+    let username = rk.string(cx, "username", false);
+    let token_file = rk.string(cx, "token_file", false).map(std::path::PathBuf::from);
+    let token_env = rk.string(cx, "token_env", false);
+    if token_file.is_none() && token_env.is_none() {
+        cx.error(
+            "config-missing-key",
+            format!("`{path}` names no token: give `token_file` or `token_env`"),
+            "the agent requires one of them too",
+        );
+    }
+    if !has_cluster {
+        cx.error(
+            "config-missing-key",
+            format!("`{bs_path}.execution_mode` is `rest` but `cluster_name` is not set"),
+            "the agent requires cluster_name in rest mode too",
+        );
+    }
+    if matches!(m.get("verify_ssl"), Some(Value::Bool(false))) {
+        cx.error(
+            "config-bad-value",
+            format!("`{path}.verify_ssl` is false: slurmplan always verifies slurmrestd's certificate"),
+            "give slurmplan the CA with --rest-ca-cert FILE, or reach slurmrestd over plain http on a loopback address (a tunnel)",
+        );
+    }
+    if m.contains_key("api_version") {
+        cx.warn(
+            "config-ignored-key",
+            format!("`{path}.api_version` is not used: slurmplan chooses the data parser from what slurmrestd offers"),
+            "docs/operations.md, \"Through slurmrestd\"",
+        );
+    }
+    let after = cx.diags.iter().filter(|d| d.severity == slurmplan_diag::Severity::Error).count();
+    if after > before {
+        return None;
+    }
+    Some(Some(RestApi { url: url?, username, token_file, token_env }))
 }
 
 /// The customer, project and allocation prefixes (required; lower-cased), in that order.

@@ -365,3 +365,31 @@ fn common_with_default_partition_declares_the_default_association_there_as_the_a
         b.warnings
     );
 }
+
+#[test]
+fn the_agents_rest_mode_is_checked_as_the_agent_checks_it() {
+    let base = "offerings:\n- name: x\n  backend_type: slurm\n  backend_settings: {default_account: d, customer_prefix: c_, project_prefix: p_, allocation_prefix: a_";
+    let ok = config(&format!(
+        "{base}, cluster_name: c1, execution_mode: rest, rest_api: {{url: 'https://r:6820', username: u, token_file: /etc/jwt}}}}\n"
+    ))
+    .unwrap();
+    let rest = ok.0.rest.expect("rest settings");
+    assert_eq!((rest.url.as_str(), rest.username.as_deref()), ("https://r:6820", Some("u")));
+    assert_eq!(rest.token_file, Some(std::path::PathBuf::from("/etc/jwt")));
+    assert_eq!(config(&format!("{base}, execution_mode: cli}}\n")).unwrap().0.rest, None);
+    for (settings, says) in [
+        (", execution_mode: rset", "execution_mode` is `rset`"),
+        (", cluster_name: c1, execution_mode: rest", "rest_api` is missing"),
+        (", execution_mode: rest, rest_api: {url: 'https://r', token_env: J}", "`cluster_name` is not set"),
+        (", cluster_name: c1, execution_mode: rest, rest_api: {url: 'https://r'}", "names no token"),
+        (", cluster_name: c1, execution_mode: rest, rest_api: {token_env: J}", "rest_api.url` is missing"),
+        (
+            ", cluster_name: c1, execution_mode: rest, rest_api: {url: 'https://r', token_env: J, verify_ssl: false}",
+            "always verifies",
+        ),
+    ] {
+        let e = config(&format!("{base}{settings}}}\n")).unwrap_err();
+        let msgs = errors(&e).join("\n");
+        assert!(msgs.contains(says), "missing {says:?} in\n{msgs}");
+    }
+}
