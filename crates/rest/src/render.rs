@@ -229,8 +229,8 @@ fn key(a: &Assoc) -> Key<'_> {
 
 /// The three association reads of one cluster (see the module's text).
 pub struct AssocReads {
-    /// Plain: effective QoS lists.
-    pub effective: Vec<Assoc>,
+    /// Plain: effective QoS lists (shared with the DefaultAccount read of the same cluster).
+    pub effective: std::sync::Arc<Vec<Assoc>>,
     /// Without parent limits: own limits, own DefaultQOS, own added or set QoS names.
     pub own: Vec<Assoc>,
     /// Without parent limits, raw QoS: an explicit list, or empty.

@@ -24,12 +24,13 @@ fn rendered() -> RawReads {
     let mut raw = RawReads::default();
     for c in CLUSTERS {
         let reads = AssocReads {
-            effective: assocs(&format!("assocs-{c}.json")),
+            effective: assocs(&format!("assocs-{c}.json")).into(),
             own: assocs(&format!("assocs-wopl-{c}.json")),
             raw: assocs(&format!("assocs-raw-{c}.json")),
         };
         raw.assocs.text.push_str(&render_assocs(c, &reads).unwrap());
-        raw.defaults.text.push_str(&render_defaults(c, &assocs(&format!("assocs-defaults-{c}.json"))).unwrap());
+        // the transport takes the marks from the plain read (one request for both reads)
+        raw.defaults.text.push_str(&render_defaults(c, &reads.effective).unwrap());
     }
     raw.clusters.text = render_clusters(&serde_json::from_str(&data("clusters.json")).unwrap()).unwrap();
     let accounts: AccountsBody = serde_json::from_str(&data("accounts.json")).unwrap();
@@ -48,6 +49,15 @@ fn sacctmgr() -> RawReads {
         accounts_descr: Source::new("descr", data("sacctmgr-accounts-descr.txt")),
         accounts_org: Source::new("org", data("sacctmgr-accounts-org.txt")),
         qos: Source::new("qos", data("sacctmgr-qos.txt")),
+    }
+}
+
+#[test]
+fn the_plain_reads_default_marks_are_the_filtered_reads() {
+    for c in CLUSTERS {
+        let plain = render_defaults(c, &assocs(&format!("assocs-{c}.json"))).unwrap();
+        assert!(plain.lines().count() >= 2, "{c}: {plain}");
+        assert_eq!(plain, render_defaults(c, &assocs(&format!("assocs-defaults-{c}.json"))).unwrap(), "{c}");
     }
 }
 
@@ -72,7 +82,7 @@ fn deltas_are_inferred_from_the_three_reads() {
     let text = render_assocs(
         "testcl",
         &AssocReads {
-            effective: assocs("assocs-testcl.json"),
+            effective: assocs("assocs-testcl.json").into(),
             own: assocs("assocs-wopl-testcl.json"),
             raw: assocs("assocs-raw-testcl.json"),
         },
@@ -98,7 +108,7 @@ fn reads_out_of_step_are_refused() {
     own.pop();
     let e = render_assocs(
         "testcl",
-        &AssocReads { effective: assocs("assocs-testcl.json"), own, raw: assocs("assocs-raw-testcl.json") },
+        &AssocReads { effective: assocs("assocs-testcl.json").into(), own, raw: assocs("assocs-raw-testcl.json") },
     )
     .unwrap_err();
     assert!(e.0.contains("different rows"), "{e}");
@@ -112,7 +122,11 @@ fn an_effective_list_no_delta_explains_is_refused() {
     zkd.qos = vec!["normal".into(), "zq1".into()];
     let e = render_assocs(
         "testcl",
-        &AssocReads { effective, own: assocs("assocs-wopl-testcl.json"), raw: assocs("assocs-raw-testcl.json") },
+        &AssocReads {
+            effective: effective.into(),
+            own: assocs("assocs-wopl-testcl.json"),
+            raw: assocs("assocs-raw-testcl.json"),
+        },
     )
     .unwrap_err();
     assert!(e.0.contains("cannot tell its raw QoS"), "{e}");
@@ -135,7 +149,7 @@ fn negative_numbers_are_refused() {
     own[0].max.jobs.active = Num { set: true, infinite: false, number: -3 };
     let e = render_assocs(
         "testcl",
-        &AssocReads { effective: assocs("assocs-testcl.json"), own, raw: assocs("assocs-raw-testcl.json") },
+        &AssocReads { effective: assocs("assocs-testcl.json").into(), own, raw: assocs("assocs-raw-testcl.json") },
     )
     .unwrap_err();
     assert!(e.0.contains("MaxJobs is -3"), "{e}");
@@ -153,7 +167,7 @@ fn a_bar_in_a_name_goes_through_as_sacctmgr_prints_it() {
     rename(&mut effective);
     rename(&mut own);
     rename(&mut raw);
-    let text = render_assocs("testcl", &AssocReads { effective, own, raw }).unwrap();
+    let text = render_assocs("testcl", &AssocReads { effective: effective.into(), own, raw }).unwrap();
     assert!(text.lines().any(|l| l.starts_with("testcl|zkd|z|u2|")), "{text}");
     let mut lb = assocs("assocs-testcl.json");
     lb[1].user = "two\nlines".into();
