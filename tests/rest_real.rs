@@ -252,10 +252,44 @@ fn rest_applies_plans_and_refuses_what_it_cannot_write() {
     assert!(r.stderr.contains("nothing was run") && r.stderr.contains("parent's QoS list"), "{}", r.stderr);
     let untouched = show(&["show", "assoc", "where", "account=rw_a", &cl, "user=", "format=GrpJobs"]);
     assert_eq!(untouched, vec!["5".to_string()]);
+    let r = slurmplan(&["--transport", "rest", "plan", "-d", &d3, "--cluster", &c, "--format", "script"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("has no curl script") && r.stdout.is_empty(), "{}{}", r.stdout, r.stderr);
     // the same plan through sacctmgr
     let r = slurmplan(&["apply", "-d", &d3, "--cluster", &c, "--auto-approve"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     converged(&d3);
+
+    // 3b. the curl script of a plan (`--format script`): limits, a record, QoS flags, a user
+    let qos3 = "  e2e_rwq:\n    flags: [DenyOnLimit]\n";
+    let d3s = desired_file(
+        dir.path(),
+        "d3s.yaml",
+        &c,
+        "      rw_top: {description: rest top, organization: hpc}\n      rw_a: {parent: rw_top, description: again, grp_tres_mins: {cpu: 15000}, grp_jobs: 8, users: [rw_u2, rw_u3]}\n      rw_b: {parent: rw_top, users: [rw_u1, rw_u2]}\n",
+        qos3,
+    );
+    let r = slurmplan(&["--transport", "rest", "plan", "-d", &d3s, "--cluster", &c, "--format", "script"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains(token.trim()), "the token is in the script");
+    let script = dir.path().join("apply.sh");
+    std::fs::write(&script, &r.stdout).unwrap();
+    let o = std::process::Command::new("sh")
+        .arg(&script)
+        .env("SLURM_JWT_FILE", std::env::var("SLURMPLAN_REST_TOKEN_FILE").unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    converged(&d3s);
+    let kept = show(&["show", "assoc", "where", "account=rw_a", &cl, "user=", "format=GrpTRESRunMins,GrpJobs"]);
+    assert_eq!(kept, vec!["cpu=777|8".to_string()]);
+    // run again, the script finds nothing to do and stops at its first step (a 304, or no row)
+    let o = std::process::Command::new("sh")
+        .arg(&script)
+        .env("SLURM_JWT_FILE", std::env::var("SLURMPLAN_REST_TOKEN_FILE").unwrap())
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     // 4. removals through slurmrestd
     let d4 = desired_file(dir.path(), "d4.yaml", &c, "      rw_top: {description: rest top, organization: hpc}\n", "");

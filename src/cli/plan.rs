@@ -11,9 +11,9 @@ use slurmplan::{pipeline, plan};
 use super::args::{PlanArgs, PlanFormat, PlanOutput};
 use super::planning::build_plan;
 use super::print::{emit, write_atomic};
-use super::settings::Settings;
+use super::settings::{Reader, Settings};
 use super::timings::Timings;
-use super::{EXIT_CHANGES, EXIT_OK, Outcome};
+use super::{EXIT_CHANGES, EXIT_OK, Failure, Outcome};
 
 pub fn run(s: &Settings, a: PlanArgs) -> Outcome {
     // Applies killed before they ended, from the lock directory an apply would use (read as
@@ -33,6 +33,11 @@ pub fn run(s: &Settings, a: PlanArgs) -> Outcome {
         plan::unbatch(&mut plan);
     }
     let mut t = Timings::start(s.timings);
+    if s.through_rest() && matches!(a.out.format, PlanFormat::Script) {
+        let code = rest_script(s, &plan, &current, &a.out)?;
+        std::mem::forget(current);
+        return Ok(code);
+    }
     let code = finish(s, &plan, &a.out, "plan")?;
     if s.through_rest() && matches!(a.out.format, PlanFormat::Text) && !plan.is_empty() {
         print_rest_calls(&plan, &current);
@@ -72,5 +77,31 @@ pub fn finish(s: &Settings, plan: &Plan, out: &PlanOutput, what: &str) -> Outcom
         eprintln!("{what} saved to {}; apply it with: slurmplan apply {}", path.display(), path.display());
     }
     emit(plan, out.format.into(), s.color)?;
+    Ok(if out.detailed_exitcode && !plan.is_empty() { EXIT_CHANGES } else { EXIT_OK })
+}
+
+/// `plan --transport rest --format script`: the plan file as `finish` saves it, and on stdout
+/// the curl script of the calls `apply --transport rest` would send (`render::rest_script`).
+/// A plan holding a step slurmrestd cannot write has no such script: refused, nothing printed.
+fn rest_script(s: &Settings, plan: &Plan, current: &slurmplan::model::State, out: &PlanOutput) -> Outcome {
+    let calls = slurmplan::apply::writer::rest_calls(plan, current).map_err(|e| {
+        Failure::new(format!("this plan cannot be written through slurmrestd, so it has no curl script: {e}"))
+            .hint("`--transport sacctmgr --format script` gives the sacctmgr script; docs/operations.md lists what slurmrestd cannot write")
+    })?;
+    let Reader::Rest(t) = s.reader()? else { unreachable!("through_rest() means the reader is slurmrestd") };
+    let parser = t.data_parser().map_err(|e| Failure::new("cannot use slurmrestd").cause(e))?.to_string();
+    if let Some(path) = &out.output {
+        write_atomic(path, &s.plan_json(plan)?)?;
+        eprintln!(
+            "plan saved to {}; apply it with: slurmplan --transport rest apply {}",
+            path.display(),
+            path.display()
+        );
+    }
+    let target = slurmplan::render::rest_script::Target { url: t.url(), user: t.user(), parser: &parser };
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    slurmplan::render::rest_script::render(plan, &calls, &target, &mut w)
+        .and_then(|_| std::io::Write::flush(&mut w))
+        .map_err(|e| Failure::new("cannot write to stdout").cause(e.to_string()))?;
     Ok(if out.detailed_exitcode && !plan.is_empty() { EXIT_CHANGES } else { EXIT_OK })
 }

@@ -15,6 +15,7 @@ mod fields;
 pub mod graph;
 mod markdown;
 pub mod reconcile;
+pub mod rest_script;
 mod script;
 mod table;
 mod text;

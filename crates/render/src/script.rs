@@ -66,6 +66,6 @@ pub fn delimiter(text: &str) -> String {
 }
 
 /// Keep comment text on one line.
-fn comment(s: &str) -> String {
+pub(crate) fn comment(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
 }

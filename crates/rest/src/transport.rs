@@ -585,9 +585,9 @@ impl RestTransport {
                 done(&what, self.request("POST", endpoint, Some(body)).map_err(WriteFailed::from)?)
             }
             Call::Delete { endpoint, filters } => {
-                let query = query(filters)?;
-                let what = format!("DELETE {endpoint}?{query}");
-                let (status, v) = self.request("DELETE", &format!("{endpoint}?{query}"), None)?;
+                let path = delete_path(endpoint, filters)?;
+                let what = format!("DELETE {path}");
+                let (status, v) = self.request("DELETE", &path, None)?;
                 let removed = v.get("removed_associations").and_then(|r| r.as_array()).map_or(0, Vec::len);
                 if status == 304 || removed == 0 {
                     return Err(nothing(&what));
@@ -596,7 +596,7 @@ impl RestTransport {
             }
             Call::DeleteQos { name } => {
                 let what = format!("DELETE qos/{name}");
-                done(&what, self.request("DELETE", &format!("qos/{}", enc(name)), None)?)
+                done(&what, self.request("DELETE", &name_path("qos/", name), None)?)
             }
             Call::Rows { cluster, keys, change } => {
                 let rows = self.rows(cluster, keys, change)?;
@@ -604,7 +604,7 @@ impl RestTransport {
                 done(&what, self.request("POST", "associations/", Some(&serde_json::json!({ "associations": rows })))?)
             }
             Call::Qos { name, set } => {
-                let (_, v) = self.request("GET", &format!("qos/{}", enc(name)), None)?;
+                let (_, v) = self.request("GET", &name_path("qos/", name), None)?;
                 let mut q = one(&v, "qos", name)?;
                 write::patch_qos(&mut q, set).map_err(|u| WriteFailed {
                     message: u.0,
@@ -617,7 +617,7 @@ impl RestTransport {
                 )
             }
             Call::Record { name, record } => {
-                let (_, v) = self.request("GET", &format!("account/{}", enc(name)), None)?;
+                let (_, v) = self.request("GET", &name_path("account/", name), None)?;
                 let a = one(&v, "accounts", name)?;
                 let body = serde_json::json!({ "accounts": [write::patch_record(&a, record)] });
                 done(&format!("POST accounts/ ({name})"), self.request("POST", "accounts/", Some(&body))?)
@@ -627,19 +627,7 @@ impl RestTransport {
 
     /// The rows of `keys` on `cluster` (own values), exactly those, with `change` applied.
     fn rows(&self, cluster: &str, keys: &[RowKey], change: &RowChange) -> Result<Vec<serde_json::Value>, WriteFailed> {
-        let mut accounts: Vec<String> = keys.iter().map(|k| k.account.clone()).collect();
-        accounts.sort();
-        accounts.dedup();
-        let mut users: Vec<String> = keys.iter().map(|k| k.user.clone()).filter(|u| !u.is_empty()).collect();
-        users.sort();
-        users.dedup();
-        let mut filters = vec![("cluster", vec![cluster.to_string()]), ("account", accounts)];
-        // account rows have no user to filter on: the read brings the users' rows too, and
-        // the keys below pick the account rows out
-        if keys.iter().all(|k| !k.user.is_empty()) {
-            filters.push(("user", users));
-        }
-        let path = format!("associations/?{}&{WITHOUT_PARENT_LIMITS}", query(&filters)?);
+        let path = rows_path(cluster, keys)?;
         let (_, v) = self.request("GET", &path, None)?;
         let all = v.get("associations").and_then(|a| a.as_array()).cloned().unwrap_or_default();
         let field = |r: &serde_json::Value, f: &str| r.get(f).and_then(|x| x.as_str()).unwrap_or("").to_string();
@@ -920,6 +908,33 @@ impl From<Failed> for WriteFailed {
     fn from(f: Failed) -> WriteFailed {
         WriteFailed { message: f.message, hint: String::new(), timed_out: f.timed_out }
     }
+}
+
+/// The read of a read-modify-write of association rows: `associations/` of the keys' accounts
+/// (and users, unless an account row is among them: those have no user to filter on, and the
+/// keys pick them out of the answer) on `cluster`, own values.
+pub fn rows_path(cluster: &str, keys: &[RowKey]) -> Result<String, WriteFailed> {
+    let mut accounts: Vec<String> = keys.iter().map(|k| k.account.clone()).collect();
+    accounts.sort();
+    accounts.dedup();
+    let mut users: Vec<String> = keys.iter().map(|k| k.user.clone()).filter(|u| !u.is_empty()).collect();
+    users.sort();
+    users.dedup();
+    let mut filters = vec![("cluster", vec![cluster.to_string()]), ("account", accounts)];
+    if keys.iter().all(|k| !k.user.is_empty()) {
+        filters.push(("user", users));
+    }
+    Ok(format!("associations/?{}&{WITHOUT_PARENT_LIMITS}", query(&filters)?))
+}
+
+/// `endpoint?filters` of a DELETE ([`query`]).
+pub fn delete_path(endpoint: &str, filters: &[(&'static str, Vec<String>)]) -> Result<String, WriteFailed> {
+    Ok(format!("{endpoint}?{}", query(filters)?))
+}
+
+/// `prefix` and one object's name, percent-encoded (`qos/NAME`, `account/NAME`).
+pub fn name_path(prefix: &str, name: &str) -> String {
+    format!("{prefix}{}", enc(name))
 }
 
 /// A query of filters (`name=v1,v2&...`), each value percent-encoded. Every filter must name

@@ -363,31 +363,129 @@ pub fn at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {
     path.iter().try_fold(v, |cur, p| cur.get(p))
 }
 
-/// Apply TRES entry changes to a list (`count` set, or -1 to clear an entry present).
-fn patch_tres(list: &mut Value, entries: &std::collections::BTreeMap<String, Option<u64>>) {
-    if !list.is_array() {
-        *list = Value::Array(Vec::new());
-    }
-    let items = list.as_array_mut().expect("made an array above");
-    for (n, v) in entries {
-        let (t, name) = tres_id(n);
-        let found = items.iter_mut().find(|i| {
-            i.get("type").and_then(Value::as_str) == Some(t)
-                && i.get("name").and_then(Value::as_str).unwrap_or("") == name
-        });
-        let count = v.map_or(-1, |c| c as i64);
-        match found {
-            Some(i) => {
-                i["count"] = json!(count);
-            }
-            None if v.is_some() => items.push(tres_item(n, count)),
-            None => {}
+/// One change to a JSON object (an association row, a QoS, an account record): the one
+/// mechanism behind [`changed_row`], [`patch_qos`] and [`patch_record`], and behind the jq
+/// program of the `--format script` form ([`JQ_OPS`]), which applies the same list to what the
+/// script reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Put `value` at `path` (objects made where missing).
+    Set { path: Vec<&'static str>, value: Value },
+    /// In the TRES list at `path`: each entry's count set, a count of -1 clearing an entry
+    /// present (an absent one is not added), a new entry added.
+    Tres { path: Vec<&'static str>, entries: Vec<Value> },
+}
+
+impl Op {
+    /// The op as the jq program takes it: `{"set": PATH, "value": V}` or `{"tres": PATH,
+    /// "entries": [...]}`.
+    pub fn json(&self) -> Value {
+        match self {
+            Op::Set { path, value } => json!({"set": path, "value": value}),
+            Op::Tres { path, entries } => json!({"tres": path, "entries": entries}),
         }
     }
 }
 
+fn set_op(path: &[&'static str], value: Value) -> Op {
+    Op::Set { path: path.to_vec(), value }
+}
+
+fn tres_op(path: &[&'static str], entries: &std::collections::BTreeMap<String, Option<u64>>) -> Op {
+    let entries = entries.iter().map(|(n, v)| tres_item(n, v.map_or(-1, |c| c as i64))).collect();
+    Op::Tres { path: path.to_vec(), entries }
+}
+
+/// Apply `ops` to `v`, in order.
+pub fn apply_ops(v: &mut Value, ops: &[Op]) {
+    for op in ops {
+        match op {
+            Op::Set { path, value } => *slot(v, path) = value.clone(),
+            Op::Tres { path, entries } => {
+                let list = slot(v, path);
+                if !list.is_array() {
+                    *list = Value::Array(Vec::new());
+                }
+                let items = list.as_array_mut().expect("made an array above");
+                for e in entries {
+                    let same = |i: &Value| {
+                        i.get("type") == e.get("type")
+                            && i.get("name").and_then(Value::as_str).unwrap_or("")
+                                == e.get("name").and_then(Value::as_str).unwrap_or("")
+                    };
+                    let count = e.get("count").cloned().unwrap_or(json!(-1));
+                    match items.iter_mut().find(|i| same(i)) {
+                        Some(i) => i["count"] = count,
+                        None if count != json!(-1) => items.push(e.clone()),
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The jq program the script form applies ops with (`apply($ops)`), the same rules as
+/// [`apply_ops`]; `rows`, `one_qos` and `one_account` pick what a read-modify-write reads,
+/// refusing (jq `error`) when it is not exactly what the plan names.
+pub const JQ_OPS: &str = r#"def tres($e): reduce $e[] as $x ((. // []);
+  if any(.[]; .type == $x.type and ((.name // "") == $x.name))
+  then map(if .type == $x.type and ((.name // "") == $x.name) then .count = $x.count else . end)
+  elif $x.count == -1 then . else . + [$x] end);
+def apply($ops): reduce $ops[] as $op (.;
+  if $op.set != null then setpath($op.set; $op.value)
+  else setpath($op.tres; (getpath($op.tres) | tres($op.entries))) end);
+def base($lists): . as $r
+  | reduce $lists[] as $p ({account: $r.account, cluster: $r.cluster, user: $r.user, partition: $r.partition};
+      setpath($p; ($r | getpath($p)) // []));
+def rows($cluster; $keys; $any; $lists; $ops):
+  [ .associations as $all | $keys[] as $k
+    | [ $all[] | select(.cluster == $cluster and .account == $k.account and .user == $k.user
+          and ($any or .partition == ($k.partition // ""))) ] as $found
+    | if ($found | length) == 1 or ($any and ($found | length) >= 1) then $found[]
+      else error("\($found | length) association(s) of account \($k.account) user \($k.user) on \($cluster), where the plan expects \(if $any then "at least one" else "one" end): the state changed since planning") end
+    | base($lists) | apply($ops) ] | {associations: .};
+def one_qos($name; $ops): [ .qos[] | select(.name == $name) ]
+  | if length == 1 then {qos: [.[0] | del(.usage_factor, .usage_threshold, .limits.factor) | apply($ops)]} else error("the read of QoS \($name) brought \(length) objects, where the plan expects one") end;
+def one_account($name; $ops): [ .accounts[] | select(.name == $name) ]
+  | if length == 1 then {accounts: [.[0] | {name, description: (.description // ""), organization: (.organization // "")} | apply($ops)]}
+    else error("the read of account \($name) brought \(length) objects, where the plan expects one") end;
+"#;
+
+/// The ops of a row change: `qos: []` first (a row object without `qos` gets its effective
+/// list written as its own: an inheriting row would stop inheriting; 24.11.5), then the
+/// change.
+pub fn row_ops(change: &RowChange) -> Vec<Op> {
+    let mut ops = vec![set_op(&["qos"], json!([]))];
+    match change {
+        RowChange::Set(set) => {
+            match set.fairshare {
+                Some(Some(Fairshare::Shares(n))) => ops.push(set_op(&["shares_raw"], json!(n))),
+                Some(Some(Fairshare::Parent)) => ops.push(set_op(&["shares_raw"], json!(FS_USE_PARENT))),
+                Some(None) => ops.push(set_op(&["shares_raw"], json!(1))),
+                None => {}
+            }
+            for (s, v) in &set.scalars {
+                ops.push(set_op(assoc_scalar_path(*s), number(*v)));
+            }
+            for (t, entries) in &set.tres {
+                ops.push(tres_op(assoc_tres_path(*t), entries));
+            }
+            if let Some(QosList::Set(q)) = &set.qos {
+                ops.push(set_op(&["qos"], json!(q.iter().map(Name::as_str).collect::<Vec<_>>())));
+            }
+            if let Some(d) = &set.default_qos {
+                ops.push(set_op(&["default", "qos"], json!(d.as_ref().map_or("", Name::as_str))));
+            }
+        }
+        RowChange::Parent(p) => ops.push(set_op(&["parent_account"], json!(p))),
+        RowChange::MakeDefault => ops.push(set_op(&["is_default"], json!(true))),
+    }
+    ops
+}
+
 /// The object POSTed back for one association row read as `row`: its key, every TRES list
-/// it holds, and `change` applied.
+/// it holds, and [`row_ops`] applied.
 pub fn changed_row(row: &Value, change: &RowChange) -> Value {
     let mut out = json!({
         "account": row.get("account").cloned().unwrap_or(json!("")),
@@ -399,33 +497,7 @@ pub fn changed_row(row: &Value, change: &RowChange) -> Value {
         let list = at(row, path).cloned().unwrap_or(Value::Array(Vec::new()));
         *slot(&mut out, path) = list;
     }
-    // `qos: []` keeps the row's QoS as stored; a row object without `qos` gets its effective
-    // list written as its own (an inheriting row would stop inheriting; 24.11.5)
-    out["qos"] = json!([]);
-    match change {
-        RowChange::Set(set) => {
-            match set.fairshare {
-                Some(Some(Fairshare::Shares(n))) => out["shares_raw"] = json!(n),
-                Some(Some(Fairshare::Parent)) => out["shares_raw"] = json!(FS_USE_PARENT),
-                Some(None) => out["shares_raw"] = json!(1),
-                None => {}
-            }
-            for (s, v) in &set.scalars {
-                *slot(&mut out, assoc_scalar_path(*s)) = number(*v);
-            }
-            for (t, entries) in &set.tres {
-                patch_tres(slot(&mut out, assoc_tres_path(*t)), entries);
-            }
-            if let Some(QosList::Set(q)) = &set.qos {
-                out["qos"] = json!(q.iter().map(Name::as_str).collect::<Vec<_>>());
-            }
-            if let Some(d) = &set.default_qos {
-                *slot(&mut out, &["default", "qos"]) = json!(d.as_ref().map_or("", Name::as_str));
-            }
-        }
-        RowChange::Parent(p) => out["parent_account"] = json!(p),
-        RowChange::MakeDefault => out["is_default"] = json!(true),
-    }
+    apply_ops(&mut out, &row_ops(change));
     out
 }
 
@@ -438,28 +510,57 @@ fn rest_flag(word: &str) -> Result<&'static str, Unsupported> {
         .ok_or_else(|| Unsupported(format!("slurmplan does not know slurmrestd's name of the QoS flag `{word}`")))
 }
 
-/// Apply a QoS change to a QoS object (as read, or a new one).
-pub fn patch_qos(q: &mut Value, set: &QosSet) -> Result<(), Unsupported> {
+/// The ops of a QoS change.
+pub fn qos_ops(set: &QosSet) -> Result<Vec<Op>, Unsupported> {
+    let mut ops = Vec::new();
     if let Some(flags) = &set.flags {
         let f: Vec<&str> = flags.iter().map(|w| rest_flag(w)).collect::<Result<_, _>>()?;
-        q["flags"] = json!(f);
+        ops.push(set_op(&["flags"], json!(f)));
     }
     if !set.grp_tres.is_empty() {
-        patch_tres(slot(q, &["limits", "max", "tres", "total"]), &set.grp_tres);
+        ops.push(tres_op(&["limits", "max", "tres", "total"], &set.grp_tres));
     }
     if !set.grp_tres_mins.is_empty() {
-        patch_tres(slot(q, &["limits", "max", "tres", "minutes", "total"]), &set.grp_tres_mins);
+        ops.push(tres_op(&["limits", "max", "tres", "minutes", "total"], &set.grp_tres_mins));
     }
     if let Some(v) = set.grp_submit_jobs {
-        *slot(q, &["limits", "max", "jobs", "count"]) = number(v);
+        ops.push(set_op(&["limits", "max", "jobs", "count"], number(v)));
     }
     if let Some(v) = set.max_wall {
-        *slot(q, &["limits", "max", "wall_clock", "per", "job"]) = number(v);
+        ops.push(set_op(&["limits", "max", "wall_clock", "per", "job"], number(v)));
     }
     if let Some(d) = &set.description {
-        q["description"] = json!(d);
+        ops.push(set_op(&["description"], json!(d)));
     }
+    Ok(ops)
+}
+
+/// Apply a QoS change to a QoS object (as read, or a new one). The numbers slurmrestd takes
+/// as doubles (`usage_factor`, `usage_threshold`, `limits.factor`) are left out of what goes
+/// back: a QoS object without them keeps them (24.11.5), and jq, which the script form uses,
+/// prints 1.0 as 1, which slurmrestd answers with a warning.
+pub fn patch_qos(q: &mut Value, set: &QosSet) -> Result<(), Unsupported> {
+    if let Some(o) = q.as_object_mut() {
+        o.remove("usage_factor");
+        o.remove("usage_threshold");
+    }
+    if let Some(o) = q.get_mut("limits").and_then(Value::as_object_mut) {
+        o.remove("factor");
+    }
+    apply_ops(q, &qos_ops(set)?);
     Ok(())
+}
+
+/// The ops of an account record change.
+pub fn record_ops(record: &AccountRecord) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if let Some(d) = &record.description {
+        ops.push(set_op(&["description"], json!(d)));
+    }
+    if let Some(o) = &record.organization {
+        ops.push(set_op(&["organization"], json!(o)));
+    }
+    ops
 }
 
 /// Apply a record change to an account object as read.
@@ -469,12 +570,7 @@ pub fn patch_record(a: &Value, record: &AccountRecord) -> Value {
         "description": a.get("description").cloned().unwrap_or(json!("")),
         "organization": a.get("organization").cloned().unwrap_or(json!("")),
     });
-    if let Some(d) = &record.description {
-        out["description"] = json!(d);
-    }
-    if let Some(o) = &record.organization {
-        out["organization"] = json!(o);
-    }
+    apply_ops(&mut out, &record_ops(record));
     out
 }
 
