@@ -480,20 +480,13 @@ impl RestTransport {
             timed_out: matches!(e, ureq::Error::Timeout(_)),
         };
         let resp = match (method, body) {
-            ("GET", None) => self
-                .agent
-                .get(&url)
-                .header("X-SLURM-USER-NAME", &self.user)
-                .header("X-SLURM-USER-TOKEN", &self.token.0)
-                .header("Accept", "application/json")
-                .call(),
-            ("DELETE", None) => self
-                .agent
-                .delete(&url)
-                .header("X-SLURM-USER-NAME", &self.user)
-                .header("X-SLURM-USER-TOKEN", &self.token.0)
-                .header("Accept", "application/json")
-                .call(),
+            ("GET" | "DELETE", None) => {
+                let req = if method == "GET" { self.agent.get(&url) } else { self.agent.delete(&url) };
+                req.header("X-SLURM-USER-NAME", &self.user)
+                    .header("X-SLURM-USER-TOKEN", &self.token.0)
+                    .header("Accept", "application/json")
+                    .call()
+            }
             ("POST", Some(b)) => self
                 .agent
                 .post(&url)
