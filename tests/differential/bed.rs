@@ -20,8 +20,11 @@ pub struct Bed {
     pub runner: ProcessRunner,
     pub version: String,
     /// slurmrestd in front of the same slurmdbd (a bed started with `--rest`): every read is
-    /// then taken through it too and must give the same state as sacctmgr's.
+    /// then taken through it too and must give the same state as sacctmgr's, unless
+    /// `SLURMPLAN_DIFF_REST=off` (writes through it, SLURMPLAN_DIFF_WRITE=rest, still go).
     pub rest: Option<RestTransport>,
+    /// Whether reads are compared with slurmrestd's (see `rest`).
+    pub compare_rest: bool,
     /// States compared with slurmrestd's read.
     pub rest_compared: std::sync::atomic::AtomicUsize,
 }
@@ -53,7 +56,7 @@ impl Bed {
         if let Some(u) = unsplit.first() {
             return Err(format!("the real state has rows that cannot be split: {}", u.diagnostic(true, "").message));
         }
-        if let Some(rest) = &self.rest {
+        if let Some(rest) = self.rest.as_ref().filter(|_| self.compare_rest) {
             let (_, via_rest, _) = live::read_consistent(rest, live::Keep::Parsed, live::Clusters::All, |_, _| {})
                 .map_err(|e| match e {
                     live::ReadError::Live(e) => format!("the slurmrestd read failed: {e}"),
@@ -87,7 +90,12 @@ pub fn bed() -> Bed {
             "SLURMPLAN_DIFF_REST=required, but the bed has no slurmrestd (start it with `up DIR --version 24.11 --rest`)"
         );
     }
-    Bed { runner, version, rest, rest_compared: Default::default() }
+    let compare_rest = match std::env::var("SLURMPLAN_DIFF_REST").as_deref() {
+        Ok("off") => false,
+        Ok("required") | Ok("") | Err(_) => true,
+        Ok(other) => panic!("SLURMPLAN_DIFF_REST is `{other}`: say `required` or `off`"),
+    };
+    Bed { runner, version, rest, compare_rest, rest_compared: Default::default() }
 }
 
 /// `state` as slurmrestd can show it (docs/operations.md, "Through slurmrestd"): a
