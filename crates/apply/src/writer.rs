@@ -93,24 +93,20 @@ pub fn rest_calls(plan: &Plan, current: &State) -> Result<Vec<Vec<Call>>, NotWri
 /// Steps as slurmrestd calls ([`rest_calls`]), sent through `rest`.
 pub struct RestWriter<'t> {
     rest: &'t RestTransport,
-    calls: Vec<Vec<Call>>,
-    /// Index of each step's calls, by step number.
-    numbers: Vec<usize>,
+    /// Each step's calls, by step number.
+    calls: std::collections::HashMap<usize, Vec<Call>>,
 }
 
 impl<'t> RestWriter<'t> {
     /// The writer of `plan` on `current` (the state the plan was checked against, read under
     /// the locks); refused when a step cannot be written through slurmrestd.
     pub fn new(rest: &'t RestTransport, plan: &Plan, current: &State) -> Result<RestWriter<'t>, NotWritable> {
-        Ok(RestWriter {
-            rest,
-            calls: rest_calls(plan, current)?,
-            numbers: plan.steps.iter().map(|s| s.number).collect(),
-        })
+        let calls = rest_calls(plan, current)?;
+        Ok(RestWriter { rest, calls: plan.steps.iter().map(|s| s.number).zip(calls).collect() })
     }
 
     fn calls_of(&self, step: &Step) -> &[Call] {
-        self.numbers.iter().position(|n| *n == step.number).map_or(&[], |i| &self.calls[i])
+        self.calls.get(&step.number).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -127,7 +123,7 @@ impl Writer for RestWriter<'_> {
     fn write(&mut self, step: &Step) -> (Output, Outcome) {
         let t0 = Instant::now();
         let mut said = Vec::new();
-        let calls = self.calls_of(step).to_vec();
+        let calls = self.calls_of(step);
         if calls.is_empty() {
             let reason = format!("step {} is not a step of the plan this writer was made for", step.number);
             return (
@@ -141,7 +137,7 @@ impl Writer for RestWriter<'_> {
                 Outcome::Failed { reason, hint: "this is a slurmplan bug worth reporting".into() },
             );
         }
-        for call in &calls {
+        for call in calls {
             match self.rest.write(call) {
                 Ok(s) => said.push(s),
                 Err(f) => {

@@ -403,7 +403,7 @@ impl RestTransport {
         if status != 200 {
             let mut body = Vec::new();
             let _ = (&mut reader).take(64 << 10).read_to_end(&mut body);
-            return Err(self.status_failure(&url, status, &body));
+            return Err(self.status_failure("GET", &url, status, &body));
         }
         take(&mut reader)
     }
@@ -425,7 +425,7 @@ impl RestTransport {
         if s.chars().count() > SHOWN { s.chars().take(SHOWN).collect::<String>() + "..." } else { s }
     }
 
-    fn status_failure(&self, url: &str, status: u16, body: &[u8]) -> Failed {
+    fn status_failure(&self, method: &str, url: &str, status: u16, body: &[u8]) -> Failed {
         let problems = serde_json::from_slice::<Envelope>(body)
             .map(|e| e.errors.iter().map(render::Problem::line).collect::<Vec<_>>().join("; "))
             .unwrap_or_default();
@@ -437,7 +437,7 @@ impl RestTransport {
         };
         // the whole (bounded) body goes to `shown`, which scrubs the token before it cuts
         let text = if problems.is_empty() { String::from_utf8_lossy(body).into_owned() } else { problems };
-        Failed { message: format!("GET {url}: HTTP {status}{why}: {}", self.shown(text.trim())), timed_out: false }
+        Failed { message: format!("{method} {url}: HTTP {status}{why}: {}", self.shown(text.trim())), timed_out: false }
     }
 
     /// GET `path` under the negotiated parser's `/slurmdb/VERSION/`, as `T`, parsed as it
@@ -499,21 +499,18 @@ impl RestTransport {
         };
         let mut resp = resp.map_err(failed)?;
         let status = resp.status().as_u16();
+        let mut reader = resp.body_mut().with_config().limit(ASSOC_LIMIT).reader();
         let mut text = Vec::new();
-        resp.body_mut()
-            .with_config()
-            .limit(ASSOC_LIMIT)
-            .reader()
-            .read_to_end(&mut text)
-            .map_err(|e| self.unreadable(&url, &e))?;
+        if status != 200 && status != 304 {
+            // as a read's failure: the first 64 KB of what came back, errors first
+            let _ = (&mut reader).take(64 << 10).read_to_end(&mut text);
+            return Err(self.status_failure(method, &url, status, &text));
+        }
+        reader.read_to_end(&mut text).map_err(|e| self.unreadable(&url, &e))?;
         let value: serde_json::Value = if text.iter().all(u8::is_ascii_whitespace) {
             serde_json::Value::Null
         } else {
-            match serde_json::from_slice(&text) {
-                Ok(v) => v,
-                Err(_) if status != 200 => return Err(self.status_failure_of(method, &url, status, &text)),
-                Err(e) => return Err(self.unreadable(&url, &e)),
-            }
+            serde_json::from_slice(&text).map_err(|e| self.unreadable(&url, &e))?
         };
         let problems = |key: &str| -> Vec<String> {
             value
@@ -525,25 +522,18 @@ impl RestTransport {
                 .collect()
         };
         let (errors, warnings) = (problems("errors"), problems("warnings"));
-        if status != 200 && status != 304 || !errors.is_empty() || !warnings.is_empty() {
+        if !errors.is_empty() || !warnings.is_empty() {
             let lines: Vec<String> = errors
                 .iter()
                 .map(|e| format!("error: {e}"))
                 .chain(warnings.iter().map(|w| format!("warning: {w}")))
                 .collect();
-            let text = if lines.is_empty() { String::from_utf8_lossy(&text).into_owned() } else { lines.join("; ") };
             return Err(Failed {
-                message: format!("{method} {url}: HTTP {status}: {}", self.shown(text.trim())),
+                message: format!("{method} {url}: HTTP {status}: {}", self.shown(&lines.join("; "))),
                 timed_out: false,
             });
         }
         Ok((status, value))
-    }
-
-    fn status_failure_of(&self, method: &str, url: &str, status: u16, body: &[u8]) -> Failed {
-        let mut f = self.status_failure(url, status, body);
-        f.message = format!("{method}{}", f.message.strip_prefix("GET").unwrap_or(&f.message));
-        f
     }
 
     /// Send one call of a plan step ([`crate::write::calls`]). Success is HTTP 200 with no
@@ -622,19 +612,26 @@ impl RestTransport {
     fn rows(&self, cluster: &str, keys: &[RowKey], change: &RowChange) -> Result<Vec<serde_json::Value>, WriteFailed> {
         let path = rows_path(cluster, keys)?;
         let (_, v) = self.request("GET", &path, None)?;
-        let all = v.get("associations").and_then(|a| a.as_array()).cloned().unwrap_or_default();
-        let field = |r: &serde_json::Value, f: &str| r.get(f).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        // the rows read, by (account, user), each row once: a batch names many keys
+        let mut by_key: std::collections::HashMap<(&str, &str), Vec<&serde_json::Value>> =
+            std::collections::HashMap::new();
+        let all = v.get("associations").and_then(|a| a.as_array()).map(Vec::as_slice).unwrap_or_default();
+        for r in all {
+            if text(r, "cluster") == cluster {
+                by_key.entry((text(r, "account"), text(r, "user"))).or_default().push(r);
+            }
+        }
+        let any_partition = matches!(change, RowChange::MakeDefault);
         let mut out = Vec::new();
         for k in keys {
-            let any_partition = matches!(change, RowChange::MakeDefault);
-            let found: Vec<&serde_json::Value> = all
+            let partition = k.partition.as_deref().unwrap_or("");
+            let found: Vec<&serde_json::Value> = by_key
+                .get(&(k.account.as_str(), k.user.as_str()))
+                .map(Vec::as_slice)
+                .unwrap_or_default()
                 .iter()
-                .filter(|r| {
-                    field(r, "cluster") == cluster
-                        && field(r, "account") == k.account
-                        && field(r, "user") == k.user
-                        && (any_partition || field(r, "partition") == k.partition.clone().unwrap_or_default())
-                })
+                .copied()
+                .filter(|r| any_partition || text(r, "partition") == partition)
                 .collect();
             let fits = if any_partition { !found.is_empty() } else { found.len() == 1 };
             if !fits {
@@ -948,6 +945,11 @@ fn query(filters: &[(&'static str, Vec<String>)]) -> Result<String, WriteFailed>
         parts.push(format!("{name}={}", values.iter().map(|v| enc(v)).collect::<Vec<_>>().join("%2C")));
     }
     Ok(parts.join("&"))
+}
+
+/// A string field of a JSON object as read (`""` when missing or not a string).
+fn text<'v>(v: &'v serde_json::Value, field: &str) -> &'v str {
+    v.get(field).and_then(serde_json::Value::as_str).unwrap_or("")
 }
 
 /// The one object named `name` in the list `key` of a read.

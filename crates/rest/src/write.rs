@@ -484,15 +484,15 @@ pub fn row_ops(change: &RowChange) -> Vec<Op> {
     ops
 }
 
+/// The `fields` of an object as read (`""` for one it lacks), the start of what goes back.
+fn picked(v: &Value, fields: &[&str]) -> Value {
+    Value::Object(fields.iter().map(|f| (f.to_string(), v.get(*f).cloned().unwrap_or(json!("")))).collect())
+}
+
 /// The object POSTed back for one association row read as `row`: its key, every TRES list
 /// it holds, and [`row_ops`] applied.
 pub fn changed_row(row: &Value, change: &RowChange) -> Value {
-    let mut out = json!({
-        "account": row.get("account").cloned().unwrap_or(json!("")),
-        "cluster": row.get("cluster").cloned().unwrap_or(json!("")),
-        "user": row.get("user").cloned().unwrap_or(json!("")),
-        "partition": row.get("partition").cloned().unwrap_or(json!("")),
-    });
+    let mut out = picked(row, &["account", "cluster", "user", "partition"]);
     for path in ASSOC_TRES_LISTS {
         let list = at(row, path).cloned().unwrap_or(Value::Array(Vec::new()));
         *slot(&mut out, path) = list;
@@ -565,11 +565,7 @@ pub fn record_ops(record: &AccountRecord) -> Vec<Op> {
 
 /// Apply a record change to an account object as read.
 pub fn patch_record(a: &Value, record: &AccountRecord) -> Value {
-    let mut out = json!({
-        "name": a.get("name").cloned().unwrap_or(json!("")),
-        "description": a.get("description").cloned().unwrap_or(json!("")),
-        "organization": a.get("organization").cloned().unwrap_or(json!("")),
-    });
+    let mut out = picked(a, &["name", "description", "organization"]);
     apply_ops(&mut out, &record_ops(record));
     out
 }

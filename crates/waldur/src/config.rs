@@ -447,16 +447,21 @@ fn backend_settings<'a>(cx: &mut Ctx, off: &'a Value, bs_path: &str) -> Option<&
             return None;
         }
     };
-    for k in bs.keys() {
-        if !BACKEND_KEYS.contains(&k.as_str()) {
+    warn_unknown_keys(cx, bs, bs_path, BACKEND_KEYS);
+    Some(bs)
+}
+
+/// A warning for each key of the mapping at `path` that is not one of `known` (ignored).
+fn warn_unknown_keys(cx: &mut Ctx, map: &serde_json::Map<String, Value>, path: &str, known: &[&str]) {
+    for k in map.keys() {
+        if !known.contains(&k.as_str()) {
             cx.warn(
                 "config-unknown-key",
-                format!("`{bs_path}.{k}` is not a key slurmplan knows; it is ignored"),
-                format!("known keys: {}", BACKEND_KEYS.join(", ")),
+                format!("`{path}.{k}` is not a key slurmplan knows; it is ignored"),
+                format!("known keys: {}", known.join(", ")),
             );
         }
     }
-    Some(bs)
 }
 
 /// `execution_mode` and, for `rest`, `rest_api`, checked as the agent checks them (a mode other
@@ -488,15 +493,7 @@ fn rest_api(cx: &mut Ctx, keys: &Keys, has_cluster: bool) -> Option<Option<RestA
         );
         return None;
     };
-    for k in m.keys() {
-        if !REST_API_KEYS.contains(&k.as_str()) {
-            cx.warn(
-                "config-unknown-key",
-                format!("`{path}.{k}` is not a key slurmplan knows; it is ignored"),
-                format!("known keys: {}", REST_API_KEYS.join(", ")),
-            );
-        }
-    }
+    warn_unknown_keys(cx, m, &path, REST_API_KEYS);
     let rk = Keys { map: m, path: &path };
     let before = cx.diags.iter().filter(|d| d.severity == slurmplan_diag::Severity::Error).count();
     let url = rk.string(cx, "url", true);
