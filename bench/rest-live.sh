@@ -7,7 +7,8 @@
 # (default 5) through each transport, alternating (odd runs sacctmgr first, even runs REST
 # first), release build. Prints each run, the medians, the REST/sacctmgr ratio and peak RSS.
 # The two plans are checked to be identical (same JSON) before anything is timed; slurmrestd's
-# resident size is reported after each REST run. Needs SLURMPLAN_TESTBED (the bed's DIR, from
+# resident size is reported after each REST run; slurmrestd is restarted alone before each REST
+# run (outside the timing). Needs SLURMPLAN_TESTBED (the bed's DIR, from
 # DIR/env); the seeding takes about 20 minutes on 2 cores at 50,000 (ASSOCS=N seeds N/500
 # accounts of 500 users instead, on cluster restbenchN).
 #
@@ -55,16 +56,19 @@ plan() { # TRANSPORT OUT
   "$SP" --timeout 1200 --transport "$1" --cluster "$cl" plan -d "$tmp/desired.yaml" --format json --allow-mass-delete >"$2" 2>"$tmp/err" ||
     [ $? -eq 2 ] || { cat "$tmp/err" >&2; exit 1; }
 }
-plan sacctmgr "$tmp/p-sacctmgr.json"; plan rest "$tmp/p-rest.json"
+plan sacctmgr "$tmp/p-sacctmgr.json"
+scripts/slurm-testbed restart-rest "$SLURMPLAN_TESTBED" 2>"$tmp/restart" || { cat "$tmp/restart" >&2; exit 1; }
+plan rest "$tmp/p-rest.json"
 cmp -s "$tmp/p-sacctmgr.json" "$tmp/p-rest.json" || { echo "the two plans differ" >&2; diff "$tmp/p-sacctmgr.json" "$tmp/p-rest.json" | head -20 >&2; exit 1; }
 echo "plans identical ($(wc -c <"$tmp/p-rest.json") bytes of JSON)"
 : >"$tmp/sacctmgr"; : >"$tmp/rest"; : >"$tmp/restd"
-# slurmrestd keeps much of what it took to answer (GBs at 50,000 associations); its resident
-# size after each REST run is reported. (It is not restarted between runs: `slurm-testbed up`
-# restarts a partly running bed whole, and slurmdbd 24.11.5 did not start again within 15
-# minutes on a 50,000-association database on this machine.)
+# slurmrestd keeps much of what it took to answer (GBs at 50,000 associations): it is restarted
+# alone (`slurm-testbed restart-rest`, outside the timing) before each REST run, so every REST
+# run meets a new slurmrestd and the machine does not run out of memory; its resident size
+# after each REST run is reported.
 restd_rss() { awk '/VmRSS/ {print int($2/1024)}' "/proc/$(cat "$SLURMPLAN_TESTBED/run/slurmrestd.pid")/status"; }
 one() { # TRANSPORT
+  if [ "$1" = rest ]; then scripts/slurm-testbed restart-rest "$SLURMPLAN_TESTBED" 2>"$tmp/restart" || { cat "$tmp/restart" >&2; exit 1; }; fi
   /usr/bin/time -o "$tmp/one" -f "%e %M" "$SP" --timeout 1200 --transport "$1" --cluster "$cl" plan -d "$tmp/desired.yaml" \
     --format json --allow-mass-delete >/dev/null 2>"$tmp/err" || [ $? -eq 2 ] || { cat "$tmp/err" >&2; exit 1; }
   cat "$tmp/one" >>"$tmp/$1"

@@ -229,7 +229,18 @@ fn rest_applies_plans_and_refuses_what_it_cannot_write() {
         qos2,
     );
     let plan = slurmplan(&["--transport", "rest", "plan", "-d", &d2, "--cluster", &c]);
-    assert!(plan.stdout.contains("Through slurmrestd (--transport rest), apply sends"), "{}", plan.stdout);
+    // the header names the data parser negotiated with the server, and the calls' paths use it
+    let first = plan.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("Current state read through slurmrestd at http") && first.contains("(data parser v0.0."),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains("Through slurmrestd (--transport rest), apply sends (paths under /slurmdb/v0.0."),
+        "{}",
+        plan.stdout
+    );
     assert!(plan.stdout.contains("GET qos/e2e_rwq, then POST qos/"), "{}", plan.stdout);
     let (r, _) = apply(&d2, "j2.jsonl");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);

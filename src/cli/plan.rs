@@ -38,9 +38,20 @@ pub fn run(s: &Settings, a: PlanArgs) -> Outcome {
         std::mem::forget(current);
         return Ok(code);
     }
+    // The plan's header under slurmrestd names what the state was read through: URL, the data
+    // parser negotiated with the server and the user (a snapshot was read by no transport).
+    let rest_text = s.through_rest() && matches!(a.out.format, PlanFormat::Text);
+    let mut parser = None;
+    if rest_text && a.state.state.is_none() {
+        let r = s.reader()?;
+        println!("Current state read through {}.\n", r.describe()?);
+        if let Reader::Rest(t) = r {
+            parser = t.data_parser().ok().map(str::to_string);
+        }
+    }
     let code = finish(s, &plan, &a.out, "plan")?;
-    if s.through_rest() && matches!(a.out.format, PlanFormat::Text) && !plan.is_empty() {
-        print_rest_calls(&plan, &current);
+    if rest_text && !plan.is_empty() {
+        print_rest_calls(&plan, &current, parser.as_deref().unwrap_or("VERSION"));
     }
     // A one-shot process: freeing a million associations only costs time before exit.
     std::mem::forget(current);
@@ -49,12 +60,12 @@ pub fn run(s: &Settings, a: PlanArgs) -> Outcome {
 }
 
 /// Under `--transport rest`, what `apply` will send for each step (method, path under
-/// `/slurmdb/VERSION/`, body; never the token), or the first step slurmrestd cannot write.
-fn print_rest_calls(plan: &Plan, current: &slurmplan::model::State) {
+/// `/slurmdb/PARSER/`, body; never the token), or the first step slurmrestd cannot write.
+fn print_rest_calls(plan: &Plan, current: &slurmplan::model::State, parser: &str) {
     println!();
     match slurmplan::apply::writer::rest_calls(plan, current) {
         Ok(calls) => {
-            println!("Through slurmrestd (--transport rest), apply sends (paths under /slurmdb/VERSION/):");
+            println!("Through slurmrestd (--transport rest), apply sends (paths under /slurmdb/{parser}/):");
             for (step, calls) in plan.steps.iter().zip(calls) {
                 for (i, call) in calls.iter().enumerate() {
                     let label = if i == 0 { format!("{}.", step.number) } else { String::new() };

@@ -57,6 +57,9 @@ pub struct Settings {
     program: OnceCell<PathBuf>,
     /// The agent config's settings, read at most once (when a live read or sacctmgr needs them).
     agent: OnceCell<Option<AgentSettings>>,
+    /// slurmrestd, set up once per process: the data parser is negotiated on its first request
+    /// and every later read or write of the command reuses it.
+    rest: OnceCell<RestTransport>,
 }
 
 impl Settings {
@@ -88,6 +91,7 @@ impl Settings {
             rest_ca_cert: g.rest_ca_cert,
             program: OnceCell::new(),
             agent: OnceCell::new(),
+            rest: OnceCell::new(),
         }
     }
 
@@ -142,10 +146,16 @@ impl Settings {
 
     /// The transport the current state is read through: slurmrestd (`--transport rest`, or the
     /// agent config's `execution_mode: rest`), else sacctmgr's [`Settings::runner`].
-    pub fn reader(&self) -> Result<Reader, Failure> {
+    pub fn reader(&self) -> Result<Reader<'_>, Failure> {
         match self.transport()? {
             TransportChoice::Sacctmgr => Ok(Reader::Sacctmgr(self.runner()?)),
-            TransportChoice::Rest => self.rest().map(Reader::Rest),
+            TransportChoice::Rest => {
+                if let Some(t) = self.rest.get() {
+                    return Ok(Reader::Rest(t));
+                }
+                let t = self.rest()?;
+                Ok(Reader::Rest(self.rest.get_or_init(|| t)))
+            }
         }
     }
 
@@ -294,16 +304,16 @@ pub fn read_agent_config(path: &Path) -> Result<String, Failure> {
 
 /// The transport the current state is read through ([`Settings::reader`]).
 #[derive(Debug)]
-pub enum Reader {
+pub enum Reader<'s> {
     Sacctmgr(ProcessRunner),
-    Rest(RestTransport),
+    Rest(&'s RestTransport),
 }
 
-impl Reader {
+impl Reader<'_> {
     pub fn transport(&self) -> &dyn Transport {
         match self {
             Reader::Sacctmgr(r) => r,
-            Reader::Rest(r) => r,
+            Reader::Rest(r) => *r,
         }
     }
 
