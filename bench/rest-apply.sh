@@ -22,6 +22,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export SLURMPLAN_LOCK_DIR="$tmp/locks"
 mkdir -m 700 "$SLURMPLAN_LOCK_DIR"
+tag=$(printf '%x' $(( $(date +%s) % 1048576 )))
 median() { sort -n | awk '{v[NR]=$1} END {printf "%.2f", v[int((NR+1)/2)]}'; }
 
 desired() { # CLUSTER PREFIX FILE
@@ -36,7 +37,8 @@ EOF
 }
 
 side() { # TRANSPORT RUN: prints the seconds of one apply
-  local t="$1" run="$2" cl="rab${t:0:1}$run" p="rab${t:0:1}${run}_"
+  local t="$1" run="$2"
+  local cl="rab$tag${t:0:1}$run" p="rab$tag${t:0:1}${run}_"
   timeout 600 "$SACCTMGR" -i add cluster "$cl" >/dev/null
   desired "$cl" "$p" "$tmp/$cl.yaml"
   local s e
@@ -48,9 +50,10 @@ side() { # TRANSPORT RUN: prints the seconds of one apply
   awk -v s="$s" -v e="$e" 'BEGIN { printf "%.3f", e - s }'
 }
 
-cleanup() { # RUN (the user records stay, without associations: every run has new names)
+cleanup() { # RUN (the user records stay, without associations: every run has new names, and
+  # every invocation its own tag, as a user known to slurmdbd is added with `add user`, not loaded)
   for t in s r; do
-    timeout 600 "$SACCTMGR" -i delete cluster "rab$t$1" >/dev/null 2>&1 || true
+    timeout 600 "$SACCTMGR" -i delete cluster where name="rab$tag$t$1" >/dev/null 2>&1 || true
   done
 }
 
@@ -63,7 +66,7 @@ for run in $(seq 1 "$runs"); do
     b=$(side rest "$run"); a=$(side sacctmgr "$run")
   fi
   echo "$a" >>"$tmp/sacctmgr"; echo "$b" >>"$tmp/rest"
-  steps_s=$(grep -c '"event":"finished"' "$tmp/rabs$run.jsonl"); steps_r=$(grep -c '"event":"finished"' "$tmp/rabr$run.jsonl")
+  steps_s=$(grep -c '"event":"finished"' "$tmp/rab${tag}s$run.jsonl"); steps_r=$(grep -c '"event":"finished"' "$tmp/rab${tag}r$run.jsonl")
   printf 'run %d: sacctmgr %.2f s (%d steps), slurmrestd %.2f s (%d steps)\n' "$run" "$a" "$steps_s" "$b" "$steps_r"
   cleanup "$run"
 done
