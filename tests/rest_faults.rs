@@ -20,6 +20,8 @@ use common::cli::{Run, run, s, slurmplan_cmd};
 
 /// `{"alg":"HS256"}.{"sun":"root","exp":1}.<signature>`: a token of user root.
 const TOKEN: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJyb290IiwiZXhwIjoxfQ.c2lnbmF0dXJlLW5vdC1jaGVja2Vk";
+/// The same claims, another signature: the token after a rotation (also accepted).
+const TOKEN2: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJyb290IiwiZXhwIjoxfQ.cm90YXRlZC1zaWduYXR1cmU";
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/rest/tests/data/2411").join(name)
@@ -38,6 +40,8 @@ struct Faults {
     cut: bool,
     /// The plain association read of `testcl2` never answered.
     hang: bool,
+    /// The token of each `GET /openapi/v3` (a data parser negotiation), in order.
+    negotiations: Option<Arc<std::sync::Mutex<Vec<String>>>>,
 }
 
 /// The file slurmrestd's answer to `url` is in.
@@ -90,13 +94,16 @@ fn answer(req: tiny_http::Request, f: &Faults) {
     };
     let (user, token) = (header("X-SLURM-USER-NAME"), header("X-SLURM-USER-TOKEN"));
     let url = req.url().to_string();
-    if f.unauthorized_echo || user != "root" || token != TOKEN {
+    if f.unauthorized_echo || user != "root" || (token != TOKEN && token != TOKEN2) {
         let body =
             format!(r#"{{"errors":[{{"description":"token {token} refused","error_number":1007}}],"warnings":[]}}"#);
         let _ = req.respond(json(401, body));
         return;
     }
     if url == "/openapi/v3" {
+        if let Some(seen) = &f.negotiations {
+            seen.lock().unwrap().push(token.clone());
+        }
         let parsers = f.parsers.clone().unwrap_or(vec!["v0.0.40", "v0.0.41", "v0.0.42"]);
         let paths: Vec<String> = parsers
             .iter()
@@ -346,5 +353,70 @@ fn the_agent_configs_rest_mode_reads_through_slurmrestd() {
     }
     for part in TOKEN.split('.') {
         assert!(!r.stderr.contains(part), "{}", r.stderr);
+    }
+}
+
+/// One command sets slurmrestd up once (a plan reads, then names the data parser in its
+/// header: one negotiation); `reconcile --interval` sets it up again each cycle, so a token
+/// file rotated while it runs is read by the next cycle.
+#[test]
+fn one_negotiation_per_command_and_per_reconcile_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let url = serve(Faults { negotiations: Some(seen.clone()), ..Default::default() });
+    let tf = token_file(dir.path());
+    let base = ["--transport", "rest", "--rest-url", url.as_str(), "--rest-token-file", s(&tf)];
+    let cmd = |extra: &[&str]| {
+        let mut c = slurmplan_cmd(&[&base[..], extra].concat());
+        c.env_remove("SLURMPLAN_REST_USER").env_remove("SLURM_JWT");
+        c
+    };
+    // the state as a desired file: a cycle then has nothing to write
+    let desired = dir.path().join("desired.yaml");
+    let r = run(&mut cmd(&["export"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::write(&desired, &r.stdout).unwrap();
+    seen.lock().unwrap().clear();
+    let r = run(&mut cmd(&["plan", "-d", s(&desired)]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .starts_with(&format!("Current state read through slurmrestd at {url} (data parser v0.0.42, user root).")),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1, "one plan, one negotiation");
+
+    seen.lock().unwrap().clear();
+    let locks = dir.path().join("locks");
+    std::fs::create_dir(&locks).unwrap();
+    std::fs::set_permissions(&locks, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let sd = dir.path().join("sd");
+    let child =
+        cmd(&["reconcile", "-d", s(&desired), "--state-dir", s(&sd), "--lock-dir", s(&locks), "--interval", "200ms"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let wait_for = |what: &str, done: &dyn Fn(&[String]) -> bool| {
+        let started = Instant::now();
+        while !done(&seen.lock().unwrap()) {
+            assert!(started.elapsed() < Duration::from_secs(60), "{what}: {:?}", seen.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_for("a first cycle", &|t| t.iter().any(|t| t == TOKEN));
+    // the token rotated in place (same file, still private)
+    std::fs::write(&tf, format!("{TOKEN2}\n")).unwrap();
+    wait_for("a cycle with the rotated token", &|t| t.iter().any(|t| t == TOKEN2));
+    // By its PID (the child this test started).
+    let kill = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for part in TOKEN.split('.').chain(TOKEN2.split('.').skip(2)) {
+        assert!(!stdout.contains(part) && !stderr.contains(part), "the token was shown:\n{stdout}{stderr}");
     }
 }

@@ -100,7 +100,7 @@ fn run(cli: Cli) -> Outcome {
         Cmd::Reconcile(a) => a.lock_dir.clone(),
         _ => None,
     };
-    let s = Settings::resolve(cli.global, lock_dir);
+    let mut s = Settings::resolve(cli.global, lock_dir);
     match cli.command {
         Cmd::Dump(a) => dump::run(&s, a),
         Cmd::Plan(a) => plan::run(&s, a),
@@ -115,7 +115,10 @@ fn run(cli: Cli) -> Outcome {
         Cmd::Graph(a) => graph::run(&s, a),
         Cmd::Completions(a) => generate::completions(a),
         Cmd::Man(a) => generate::man(a),
-        Cmd::Reconcile(a) => s.reader().and_then(|_| reconcile::run(&s, a)),
+        Cmd::Reconcile(a) => {
+            let usable = s.reader().map(drop);
+            usable.and_then(|()| reconcile::run(&mut s, a))
+        }
         Cmd::Waldur(c) => waldur::run(&s, c),
     }
 }

@@ -147,7 +147,7 @@ fn load_policy(path: Option<&Path>) -> Result<Policy, Failure> {
     })
 }
 
-pub fn run(s: &Settings, a: ReconcileArgs) -> Outcome {
+pub fn run(s: &mut Settings, a: ReconcileArgs) -> Outcome {
     if a.desired.is_none() && s.agent_config().is_none() {
         return Err(
             Failure::new("give -d desired.yaml, or --agent-config FILE to build it from Waldur").code(EXIT_USAGE)
@@ -167,6 +167,9 @@ pub fn run(s: &Settings, a: ReconcileArgs) -> Outcome {
         // A failed cycle is reported (metrics, stderr) and the loop goes on: the next cycle
         // may succeed (a slurmdbd restart, a Waldur outage).
         let _ = cycle_reported(s, &a, &policy, &state_dir);
+        // the next cycle sets slurmrestd up again: the token file is read anew (tokens are
+        // rotated) and the data parser negotiated anew (slurmrestd may have been upgraded)
+        s.forget_rest();
         let until = Instant::now() + interval;
         while Instant::now() < until {
             if let Some(sig) = stop.received() {

@@ -57,8 +57,9 @@ pub struct Settings {
     program: OnceCell<PathBuf>,
     /// The agent config's settings, read at most once (when a live read or sacctmgr needs them).
     agent: OnceCell<Option<AgentSettings>>,
-    /// slurmrestd, set up once per process: the data parser is negotiated on its first request
-    /// and every later read or write of the command reuses it.
+    /// slurmrestd, set up once per command (per cycle of `reconcile --interval`, which calls
+    /// [`Settings::forget_rest`]): the token is read and the data parser negotiated once, and
+    /// every read or write of the command reuses them.
     rest: OnceCell<RestTransport>,
 }
 
@@ -142,6 +143,12 @@ impl Settings {
     /// Slurmdbd is read and written through slurmrestd (see [`Settings::reader`]).
     pub fn through_rest(&self) -> bool {
         self.transport().is_ok_and(|t| t == TransportChoice::Rest)
+    }
+
+    /// Set slurmrestd up again on its next use (a long-running `reconcile --interval` between
+    /// cycles): a rotated token file is read, the data parser is chosen again.
+    pub fn forget_rest(&mut self) {
+        self.rest.take();
     }
 
     /// The transport the current state is read through: slurmrestd (`--transport rest`, or the
