@@ -278,6 +278,36 @@ fn settings_are_checked_before_anything_is_sent() {
     let r = go(&["--transport", "rest", "--rest-url", "http://127.0.0.1:9", "undo", "j.journal"]);
     assert_eq!(r.code, 64, "{}", r.stderr);
     assert!(r.stderr.contains("needs a JWT"), "{}", r.stderr);
+    // `--ca-cert` of a command that never reaches Waldur is `--rest-ca-cert`: a file without a
+    // certificate stops it before anything is sent, two different files are refused, a CA
+    // file is taken (the fake serves http, so it is read and not used)
+    let via = |extra: &[&str]| {
+        let mut args = vec!["--transport", "rest", "--rest-token-file", s(&tf)];
+        args.extend_from_slice(extra);
+        go(&args)
+    };
+    let snap = dir.path().join("snap");
+    let r = via(&["--rest-url", "http://127.0.0.1:9", "dump", "-o", s(&snap), "--ca-cert", s(&bad)]);
+    assert_eq!(r.code, 64, "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("`{}` holds no certificate", bad.display())), "{}", r.stderr);
+    let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/waldur-tls");
+    let (ca, other) = (tls.join("ca.pem"), tls.join("other-ca.pem"));
+    let r = via(&[
+        "--rest-url",
+        "http://127.0.0.1:9",
+        "--rest-ca-cert",
+        s(&ca),
+        "dump",
+        "-o",
+        s(&snap),
+        "--ca-cert",
+        s(&other),
+    ]);
+    assert_eq!(r.code, 64, "{}", r.stderr);
+    assert!(r.stderr.contains("--ca-cert and --rest-ca-cert name different files"), "{}", r.stderr);
+    let url = serve(Faults::default());
+    let r = via(&["--rest-url", &url, "dump", "-o", s(&snap), "--ca-cert", s(&ca)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     let _ = tf;
 }
 

@@ -143,6 +143,8 @@ pub struct DumpArgs {
     /// Directory to write (created if missing; existing snapshot files are replaced)
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub rest_ca: RestCaArg,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -150,6 +152,19 @@ pub struct StateArgs {
     /// Read the current state from a snapshot directory instead of live sacctmgr
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
+    #[command(flatten)]
+    pub rest_ca: RestCaArg,
+}
+
+/// `--ca-cert` of the commands that read or write through slurmrestd and never reach Waldur:
+/// the global `--rest-ca-cert` under the shorter name (`waldur` and `reconcile` keep
+/// `--ca-cert` for the Waldur API's CA, so the global flag cannot take it).
+#[derive(Args, Debug, Clone, Default)]
+pub struct RestCaArg {
+    /// PEM file of the CA(s) slurmrestd's certificate is checked against (the same as
+    /// --rest-ca-cert)
+    #[arg(long = "ca-cert", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -223,6 +238,8 @@ pub struct ApplyArgs {
     pub lock_timeout: u64,
     #[command(flatten)]
     pub planning: PlanningArgs,
+    #[command(flatten)]
+    pub rest_ca: RestCaArg,
 }
 
 /// How a plan is built (shared by `plan` and `apply -d`).

@@ -100,7 +100,31 @@ fn run(cli: Cli) -> Outcome {
         Cmd::Reconcile(a) => a.lock_dir.clone(),
         _ => None,
     };
-    let mut s = Settings::resolve(cli.global, lock_dir);
+    // `--ca-cert` of the commands that have it is `--rest-ca-cert` (args::RestCaArg)
+    let ca_cert = match &cli.command {
+        Cmd::Dump(a) => a.rest_ca.ca_cert.clone(),
+        Cmd::Apply(a) => a.rest_ca.ca_cert.clone(),
+        Cmd::Plan(a) => a.state.rest_ca.ca_cert.clone(),
+        Cmd::Undo(a) => a.state.rest_ca.ca_cert.clone(),
+        Cmd::Drift(a) => a.state.rest_ca.ca_cert.clone(),
+        Cmd::Doctor(a) => a.state.rest_ca.ca_cert.clone(),
+        Cmd::Export(a) => a.state.rest_ca.ca_cert.clone(),
+        Cmd::Graph(a) => a.state.rest_ca.ca_cert.clone(),
+        _ => None,
+    };
+    let mut global = cli.global;
+    if let Some(ca) = ca_cert {
+        // the flag over SLURMPLAN_REST_CA_CERT, as flags go over the environment; two flags
+        // naming different files are a mistake
+        let from_env = std::env::var_os("SLURMPLAN_REST_CA_CERT").map(std::path::PathBuf::from);
+        if global.rest_ca_cert.as_ref().is_some_and(|g| *g != ca && Some(g) != from_env.as_ref()) {
+            return Err(Failure::new("--ca-cert and --rest-ca-cert name different files")
+                .hint("give slurmrestd's CA once (--ca-cert is --rest-ca-cert)")
+                .code(EXIT_USAGE));
+        }
+        global.rest_ca_cert = Some(ca);
+    }
+    let mut s = Settings::resolve(global, lock_dir);
     match cli.command {
         Cmd::Dump(a) => dump::run(&s, a),
         Cmd::Plan(a) => plan::run(&s, a),
