@@ -311,8 +311,9 @@ fn nothing_to_do_exits_0() {
 }
 
 /// Reading the state live is a fixed set of sacctmgr reads, whatever the size of the site: 4,
-/// and 2 per cluster (6 for one cluster): the same count on site-a and on a generated site 20
-/// times larger.
+/// and 2 per cluster (6 for one cluster), and for `plan` first the clusters alone (to read
+/// only the planned ones when there are others): the same count on site-a and on a generated
+/// site 20 times larger.
 #[test]
 fn live_read_is_a_fixed_number_of_calls() {
     let reads = |site: &Site, desired: &str| -> usize {
@@ -323,7 +324,7 @@ fn live_read_is_a_fixed_number_of_calls() {
         std::fs::read_to_string(&log).unwrap_or_default().lines().count()
     };
     let site = Site::new();
-    assert_eq!(reads(&site, DESIRED), 6);
+    assert_eq!(reads(&site, DESIRED), 7);
     // a bigger state in the same fake
     let big = site.path("big");
     let g = std::process::Command::new(common::cli::dev_bin("slurmplan-gen"))
@@ -335,16 +336,12 @@ fn live_read_is_a_fixed_number_of_calls() {
         let f = f.unwrap();
         std::fs::copy(f.path(), site.state().join(f.file_name())).unwrap();
     }
-    assert_eq!(reads(&site, big.join("desired.yaml").to_str().unwrap()), 6);
+    assert_eq!(reads(&site, big.join("desired.yaml").to_str().unwrap()), 7);
 }
 
-/// An apply reads every cluster once (under the lock, to plan) and, to verify, only the
-/// clusters its steps name: here a second cluster `other` the desired file does not name is
-/// read once, `rocket` twice; the apply converges.
-#[test]
-fn verification_reads_only_the_clusters_the_steps_name() {
-    let site = Site::new();
-    // The fake's state is a snapshot: its manifest records each file's size and SHA-256.
+/// A second cluster `other` beside site-a's `rocket` in the fake's state (its root and root
+/// user). The fake's state is a snapshot: its manifest records each file's size and SHA-256.
+fn add_other_cluster(site: &Site) {
     let manifest_path = site.state().join("manifest.json");
     let append = |file: &str, text: &str| {
         use sha2::Digest;
@@ -361,6 +358,61 @@ fn verification_reads_only_the_clusters_the_steps_name() {
     append("clusters.txt", "other\n");
     append("assocs.txt", "other|root||||1|||||||||||normal|\nother|root|root|||1||||||||||||\n");
     append("defaults.txt", "other|root|root\n");
+}
+
+/// `plan` of site-a's `rocket` beside a cluster `other`: a plan that asks nothing of `other`
+/// (here: no change, and a limit change) is made from `rocket`'s reads alone; one that does
+/// (site-a's first plan changes an account's record, and names the first cluster holding the
+/// account, which could be `other`) says so and reads every cluster. Each plan is, byte for byte, the plan of the whole read
+/// (`SLURMPLAN_READ_ALL_CLUSTERS=1`).
+#[test]
+fn plan_reads_only_the_planned_clusters_unless_it_asks_of_others() {
+    let site = Site::new();
+    add_other_cluster(&site);
+    let plan = |desired: &str, whole: bool| -> (Run, usize) {
+        let log = site.state().join("argv.log");
+        let _ = std::fs::remove_file(&log);
+        let env: &[(&str, &str)] = if whole { &[("SLURMPLAN_READ_ALL_CLUSTERS", "1")] } else { &[] };
+        let r = site.slurmplan(&["plan", "-d", desired, "--format", "json"], env);
+        assert_eq!(r.code, 0, "{r:?}");
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        (r, log.lines().filter(|l| l.contains("\"cluster=other\"]")).count())
+    };
+    // the first plan changes a record (and creates `erin`): every cluster is read
+    let (scoped, other_reads) = plan(DESIRED, false);
+    let (whole, whole_other_reads) = plan(DESIRED, true);
+    assert!(
+        scoped.stderr.contains("reading every cluster: the plan depends on the first cluster holding account"),
+        "{}",
+        scoped.stderr
+    );
+    assert_eq!((other_reads, whole_other_reads), (2, 2));
+    assert_eq!(scoped.stdout, whole.stdout);
+    assert_eq!(site.apply_with(&[], &[]).code, 0);
+    // no change, then a limit change: `rocket` alone
+    let limit = site.path("limit.yaml");
+    let text = std::fs::read_to_string(DESIRED).unwrap();
+    assert!(text.contains("grp_submit_jobs: 0"));
+    std::fs::write(&limit, text.replace("grp_submit_jobs: 0", "grp_submit_jobs: 5")).unwrap();
+    for desired in [DESIRED, limit.to_str().unwrap()] {
+        let (scoped, other_reads) = plan(desired, false);
+        let (whole, whole_other_reads) = plan(desired, true);
+        assert!(!scoped.stderr.contains("reading every cluster"), "{}", scoped.stderr);
+        assert!(scoped.stderr.contains("the 1 cluster(s) planned"), "{}", scoped.stderr);
+        assert_eq!((other_reads, whole_other_reads), (0, 2));
+        assert_eq!(scoped.stdout, whole.stdout);
+    }
+    let (limited, _) = plan(limit.to_str().unwrap(), false);
+    assert!(limited.stdout.contains("\"GrpSubmitJobs=5\""), "{}", limited.stdout);
+}
+
+/// An apply reads every cluster once (under the lock, to plan) and, to verify, only the
+/// clusters its steps name: here a second cluster `other` the desired file does not name is
+/// read once, `rocket` twice; the apply converges.
+#[test]
+fn verification_reads_only_the_clusters_the_steps_name() {
+    let site = Site::new();
+    add_other_cluster(&site);
     let r = site.apply_with(&[], &[]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(
@@ -389,7 +441,7 @@ fn reads_that_do_not_fit_together_are_taken_again() {
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(r.stderr.matches("reading again").count(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("account `racing` is not in live:accounts-org.txt"), "{}", r.stderr);
-    assert_eq!(reads(&site), 18);
+    assert_eq!(reads(&site), 19);
     assert!(r.stdout.contains("will perform the following actions"), "{}", r.stdout);
 
     let site = Site::new();
@@ -515,7 +567,8 @@ fn a_data_problem_is_not_read_again() {
     assert!(r.stderr.contains("slurmdbd holds data slurmplan cannot read"), "{}", r.stderr);
     assert!(!r.stderr.contains("bug"), "{}", r.stderr);
     let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
-    assert_eq!(log.lines().count(), 6, "one read of each: {log}");
+    // the clusters alone (plan's first look), then one read of each
+    assert_eq!(log.lines().count(), 7, "one read of each: {log}");
 }
 
 /// Without --sacctmgr, `--agent-config` takes sacctmgr from the site-agent config's

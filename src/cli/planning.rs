@@ -12,7 +12,7 @@ use slurmplan::{pipeline, plan};
 
 use super::print::{failed, print_diags};
 use super::settings::Settings;
-use super::state::read_state;
+use super::state::{listed_clusters, read_state, scoped_state};
 use super::timings::Timings;
 use super::{EXIT_ERROR, EXIT_USAGE, Failure};
 
@@ -108,8 +108,34 @@ pub fn build_plan(
 ) -> Result<pipeline::Planned, Failure> {
     let req = request(s, desired, allow_mass_delete, targets, true);
     let mut printer = Printer { warnings: true, timings: Timings::start(s.timings) };
-    pipeline::plan(&req, || read_state(s, state_dir, true), &mut printer)
-        .map_err(|r| refused(r, desired, "nothing was planned", false))
+    let nothing = |r| refused(r, desired, "nothing was planned", false);
+    // Live, beside other clusters: read the planned ones first (docs/decisions.md, "Reads
+    // scoped to the plan's clusters"). With one cluster there is nothing to leave out, and the
+    // desired file loads while the state is read.
+    let scoped = state_dir.is_none()
+        && targets.is_empty()
+        && !whole_read_asked()?
+        && listed_clusters(s)?.is_some_and(|listed| listed.len() > 1);
+    if !scoped {
+        return pipeline::plan(&req, || read_state(s, state_dir, true), &mut printer).map_err(nothing);
+    }
+    let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
+    let read_whole = |why: &str| {
+        eprintln!("reading every cluster: the plan depends on {why}");
+        read_state(s, None, true)
+    };
+    pipeline::plan_scoped(&req, d, |clusters| scoped_state(s, clusters), read_whole, &mut printer).map_err(nothing)
+}
+
+/// `SLURMPLAN_READ_ALL_CLUSTERS=1`: `plan` reads every cluster, as before scoped reads (to
+/// compare, or to rule them out); unset or `0`: scoped reads. Anything else is refused.
+fn whole_read_asked() -> Result<bool, Failure> {
+    match std::env::var("SLURMPLAN_READ_ALL_CLUSTERS") {
+        Err(std::env::VarError::NotPresent) => Ok(false),
+        Ok(v) if v == "0" => Ok(false),
+        Ok(v) if v == "1" => Ok(true),
+        _ => Err(Failure::new("SLURMPLAN_READ_ALL_CLUSTERS must be `1` (read every cluster) or `0`").code(EXIT_USAGE)),
+    }
 }
 
 /// [`build_plan`] for `apply -d`: the desired file is loaded once; `lock` gets its clusters

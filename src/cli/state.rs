@@ -48,6 +48,36 @@ pub fn read_state(s: &Settings, dir: Option<&Path>, progress: bool) -> Result<(S
     }
 }
 
+/// The clusters slurmdbd lists, live (`None` when that read fails: the read that follows says
+/// why).
+pub fn listed_clusters(s: &Settings) -> Result<Option<std::collections::BTreeSet<slurmplan::model::Name>>, Failure> {
+    Ok(live::cluster_names(s.reader()?.transport()))
+}
+
+/// The state of `clusters` alone, live, for a plan of them (`pipeline::plan_scoped`), with the
+/// clusters slurmdbd lists beside them; progress on stderr.
+pub fn scoped_state(
+    s: &Settings,
+    clusters: &std::collections::BTreeSet<slurmplan::model::Name>,
+) -> Result<slurmplan::pipeline::ScopedRead, Failure> {
+    let r = s.reader()?;
+    let via = r.describe()?;
+    let once = reads::READS.iter().filter(|r| !r.per_cluster).count();
+    let per = reads::READS.len() - once;
+    eprintln!(
+        "reading current state live through {via}: the {} cluster(s) planned ({once} reads, and {per} per cluster, {} at once)...",
+        clusters.len(),
+        live::CLUSTER_READS_AT_ONCE
+    );
+    let retrying = |attempt: usize, d: &[Diagnostic]| {
+        let first = d.first().map(|d| d.message.as_str()).unwrap_or("");
+        eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
+    };
+    live::read_listing(r.transport(), live::Keep::Parsed, live::Clusters::Only(clusters), retrying)
+        .map(|(_, state, unsplit, left_out)| (state, unsplit, left_out))
+        .map_err(read_failure)
+}
+
 /// [`read_state`] for the commands without a desired file (they do not act on the rows that
 /// cannot be split): progress on, each such row a warning.
 pub fn current_state(s: &Settings, dir: Option<&Path>) -> Result<State, Failure> {
@@ -109,7 +139,12 @@ pub fn read_live(
             eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
         }
     };
-    live::read_consistent(r, keep, which, retrying).map_err(|e| match e {
+    live::read_consistent(r, keep, which, retrying).map_err(read_failure)
+}
+
+/// The failure for a live read that gave no state (its diagnostics printed).
+fn read_failure(e: live::ReadError) -> Failure {
+    match e {
         live::ReadError::Live(e) => Failure::new("cannot read the current state").cause(e.to_string()).hint(
             "check that slurmdbd is up and sacctmgr (or slurmrestd with --transport rest) works, or pass --state DIR",
         ),
@@ -123,5 +158,5 @@ pub fn read_live(
             Failure::new("slurmdbd holds data slurmplan cannot read (the rows are quoted above)")
                 .hint("correct those values with sacctmgr, or take a snapshot (`slurmplan dump -o DIR`) and report the rows if sacctmgr accepts them as they are")
         }
-    })
+    }
 }

@@ -301,25 +301,150 @@ fn plan_resolved<E>(
         }
     };
     let desired = partial.as_ref().unwrap_or(&resolved.state);
-    let diffed = plan::diff_states(&current, desired, plan::Covers::Managed(&resolved.managed));
-    clock.lap(report, "diff");
-    let (plan, managed) = std::thread::scope(|s| {
-        // The mass-delete guard's count (a walk of every managed account's users) on the
-        // second core, which ordering leaves idle.
-        let managed = s.spawn(|| managed_objects(&current, &resolved.managed));
-        let plan = plan::order(diffed, &current, desired, &d.hash);
-        (plan, managed.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
-    let mut plan = plan.map_err(Refusal::Order)?;
-    clock.lap(report, "order");
+    let (mut plan, _) =
+        diff_and_order(req, &current, &resolved, desired, &d.hash, BTreeSet::new(), report, &mut clock)?;
     if req.one_shot {
         std::mem::forget(d);
     }
     if partial.is_some() {
         plan.warnings.push(TARGET_WARNING.into());
     }
-    mass_delete_guard(&mut plan, managed, req.allow_mass_delete)?;
     Ok((Planned { plan, current }, resolved))
+}
+
+/// Diff `current` against `desired` (the resolved state, or its `--target` part), order, and
+/// hold the plan to the mass-delete guard. `unread`: the clusters slurmdbd holds that
+/// `current` leaves out (a scoped read); the question the plan then asked of them, if any, is
+/// returned beside it.
+#[allow(clippy::too_many_arguments)]
+fn diff_and_order<E>(
+    req: &Request,
+    current: &State,
+    resolved: &Resolved,
+    desired: &State,
+    desired_hash: &str,
+    unread: BTreeSet<Name>,
+    report: &mut dyn Report,
+    clock: &mut Clock,
+) -> Result<(Plan, Option<String>), Refusal<E>> {
+    let diffed = plan::diff_states_scoped(current, desired, plan::Covers::Managed(&resolved.managed), unread);
+    clock.lap(report, "diff");
+    let (planned, managed) = std::thread::scope(|s| {
+        // The mass-delete guard's count (a walk of every managed account's users) on the
+        // second core, which ordering leaves idle.
+        let managed = s.spawn(|| managed_objects(current, &resolved.managed));
+        let planned = plan::order_scoped(diffed, current, desired, desired_hash);
+        (planned, managed.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let (mut plan, asked) = planned.map_err(Refusal::Order)?;
+    clock.lap(report, "order");
+    mass_delete_guard(&mut plan, managed, req.allow_mass_delete)?;
+    Ok((plan, asked))
+}
+
+/// What a current-state read of some clusters gives: the state of those clusters (with the
+/// records and QoS), the rows that could not be split, and the clusters slurmdbd lists that
+/// were left out.
+pub type ScopedRead = (State, Vec<Unsplit>, BTreeSet<Name>);
+
+/// [`plan_loaded`] that first reads only the desired file's clusters (after `--cluster`):
+/// `read_scope(clusters)` reads them. When no other cluster exists, or the plan from that read
+/// asked nothing whose answer could depend on another cluster (`rules::RuleModel::scoped`),
+/// and resolving needed none either (no undeclared managed QoS to delete), and nothing was
+/// refused, that plan is the plan of the whole state by construction, and it is the result.
+/// Otherwise `read_whole(why)` reads every cluster and the plan is made again from that, as
+/// [`plan_loaded`] would (nothing of the first attempt is reported). `--target` plans take
+/// the whole read at once. docs/decisions.md, "Reads scoped to the plan's clusters".
+pub fn plan_scoped<E>(
+    req: &Request,
+    desired: Desired,
+    read_scope: impl FnOnce(&BTreeSet<Name>) -> Result<ScopedRead, E>,
+    read_whole: impl FnOnce(&str) -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Planned, Refusal<E>> {
+    if !req.targets.is_empty() {
+        return plan_loaded(req, desired, || read_whole("every cluster (--target)"), report);
+    }
+    let scope: BTreeSet<Name> = desired.clusters.keys().cloned().collect();
+    let mut clock = Clock(Instant::now());
+    let (current, unsplit, unread) = read_scope(&scope).map_err(Refusal::Current)?;
+    clock.lap(report, "read current state (the planned clusters)");
+    if unread.is_empty() {
+        return plan_loaded(req, desired, || Ok((current, unsplit)), report);
+    }
+    let mut held = Held::default();
+    let why = match scoped_attempt(req, &desired, &current, &unsplit, unread, &mut held, &mut clock) {
+        Ok(planned) => {
+            held.replay(report);
+            if req.one_shot {
+                std::mem::forget(desired);
+            }
+            return Ok(Planned { plan: planned, current });
+        }
+        Err(why) => why,
+    };
+    drop((current, unsplit));
+    plan_loaded(req, desired, || read_whole(&why), report)
+}
+
+/// The plan of a scoped read, or why it cannot stand for the plan of the whole state.
+fn scoped_attempt(
+    req: &Request,
+    d: &Desired,
+    current: &State,
+    unsplit: &[Unsplit],
+    unread: BTreeSet<Name>,
+    report: &mut Held,
+    clock: &mut Clock,
+) -> Result<Plan, String> {
+    let refused =
+        |_: Refusal<()>| "whether its refusal on the planned clusters alone holds on every cluster".to_string();
+    let resolved = desired::resolve::resolve(d, current).map_err(|_| {
+        "whether the desired file's errors on the planned clusters alone hold on every cluster".to_string()
+    })?;
+    if let Some(q) = resolved.doomed_qos.first() {
+        return Err(format!("whether QoS `{q}` (to be deleted) is used on another cluster"));
+    }
+    report.warnings(Stage::Resolve, resolved.warnings.clone());
+    check_unsplit::<()>(unsplit, d, &resolved.managed, report).map_err(refused)?;
+    clock.lap(report, "resolve");
+    let (plan, asked) = diff_and_order::<()>(req, current, &resolved, &resolved.state, &d.hash, unread, report, clock)
+        .map_err(refused)?;
+    if req.one_shot {
+        std::mem::forget(resolved);
+    }
+    match asked {
+        Some(q) => Err(q),
+        None => Ok(plan),
+    }
+}
+
+/// What a scoped attempt reports, held until it is known to stand.
+#[derive(Default)]
+struct Held {
+    warnings: Vec<(Stage, Vec<Diagnostic>)>,
+    phases: Vec<(String, Duration)>,
+}
+
+impl Report for Held {
+    fn warnings(&mut self, stage: Stage, diags: Vec<Diagnostic>) {
+        self.warnings.push((stage, diags));
+    }
+    fn targeted(&mut self, _: &[String]) {}
+    fn phase(&mut self, name: &str, took: Duration) {
+        self.phases.push((name.to_string(), took));
+    }
+}
+
+impl Held {
+    fn replay(self, report: &mut dyn Report) {
+        for (stage, diags) in self.warnings {
+            report.warnings(stage, diags);
+        }
+        for (name, took) in self.phases {
+            report.phase(&name, took);
+        }
+    }
 }
 
 /// `--cluster C`: keep only those clusters of the desired file; the others are left as they are.

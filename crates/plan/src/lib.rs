@@ -213,9 +213,16 @@ enum Covered {
 /// is slower to change and free (its memory is another thread's, and every change and free
 /// of it goes through the allocator's slow path).
 pub fn diff_states(current: &State, desired: &State, covers: Covers) -> Diffed {
+    diff_states_scoped(current, desired, covers, BTreeSet::new())
+}
+
+/// [`diff_states`] of a current state read for some clusters only, `unread` being the clusters
+/// slurmdbd holds that it leaves out: the planner's model is [`RuleModel::scoped`], and
+/// [`order_scoped`] says whether the plan looked past the clusters read.
+pub fn diff_states_scoped(current: &State, desired: &State, covers: Covers, unread: BTreeSet<Name>) -> Diffed {
     std::thread::scope(|s| {
         let changes = s.spawn(|| diff::diff(current, desired));
-        let sim = RuleModel::new(current.clone());
+        let sim = RuleModel::scoped(current.clone(), unread);
         let covered = match covers {
             Covers::Whole => Covered::Whole(fingerprint(current)),
             Covers::Managed(managed) => Covered::Scope(Scope::of(current, desired, managed)),
@@ -226,6 +233,18 @@ pub fn diff_states(current: &State, desired: &State, covers: Covers) -> Diffed {
 
 /// The second half of [`make_plan`]: the ordered steps, lints and summary of a diff.
 pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &str) -> Result<Plan, PlanError> {
+    order_scoped(diffed, current, desired, desired_hash).map(|(plan, _)| plan)
+}
+
+/// [`order`], also giving the first question the planner answered that could depend on a
+/// cluster left out of a scoped state ([`diff_states_scoped`]; `None` from a whole state):
+/// a plan that asked one must be made again from the whole state.
+pub fn order_scoped(
+    diffed: Diffed,
+    current: &State,
+    desired: &State,
+    desired_hash: &str,
+) -> Result<(Plan, Option<String>), PlanError> {
     let Diffed { mut sim, covered, changes } = diffed;
     let (built, current_fingerprint, scope) = match covered {
         Covered::Whole(whole) => (build::build_steps_and_lints(&mut sim, desired, &changes), whole, None),
@@ -240,6 +259,7 @@ pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &st
         }
     };
     let (steps, mut lints) = built?;
+    let asked = sim.looked_past_scope().map(String::from);
     let changes = std::thread::scope(|s| {
         // The planner's model (a copy of the whole state) is freed on the second core while
         // this one lints and summarises.
@@ -251,7 +271,7 @@ pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &st
             .map(|c| PlannedChange { address: c.address(), action: c.action(), change: c })
             .collect::<Vec<_>>()
     });
-    Ok(Plan {
+    let plan = Plan {
         format_version: if scope.is_some() { FORMAT_VERSION_SCOPED } else { FORMAT_VERSION },
         generator: format!("slurmplan {}", env!("CARGO_PKG_VERSION")),
         current_fingerprint,
@@ -262,5 +282,6 @@ pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &st
         warnings: Vec::new(),
         lints,
         scope,
-    })
+    };
+    Ok((plan, asked))
 }

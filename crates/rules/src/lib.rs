@@ -63,11 +63,51 @@ pub struct RuleModel {
     /// including most that remove users, never need it, and counting walks every association.
     /// Once counted, kept up to date by every add and removal.
     user_assocs: Option<UserCounts>,
+    /// A scoped state ([`RuleModel::scoped`]): clusters that exist in slurmdbd but are not in
+    /// `state`, and the first question asked whose answer could depend on them.
+    unread: BTreeSet<Name>,
+    asked: Option<String>,
 }
 
 impl RuleModel {
     pub fn new(state: State) -> RuleModel {
-        RuleModel { state, user_assocs: None }
+        RuleModel { state, user_assocs: None, unread: BTreeSet::new(), asked: None }
+    }
+
+    /// A model of a state read for some clusters only: `unread` are the clusters slurmdbd
+    /// holds that `state` leaves out. Every question whose answer could depend on them (does a
+    /// user have associations anywhere, is a QoS used anywhere, which is the first cluster
+    /// holding an account, the `LIKE` scan of a user's removal) is answered from `state` and
+    /// recorded: [`RuleModel::looked_past_scope`] says the first, and what was concluded
+    /// from such a model must then be made again from the whole state (docs/decisions.md,
+    /// "Reads scoped to the plan's clusters").
+    pub fn scoped(state: State, unread: BTreeSet<Name>) -> RuleModel {
+        RuleModel { unread, ..RuleModel::new(state) }
+    }
+
+    /// The first question answered that could depend on a cluster the state leaves out
+    /// (always `None` for a model of the whole state).
+    pub fn looked_past_scope(&self) -> Option<&str> {
+        self.asked.as_deref()
+    }
+
+    /// Record that the answer to `question` came from the clusters read only, when some are not.
+    fn past_scope(&mut self, question: impl FnOnce() -> String) {
+        if !self.unread.is_empty() && self.asked.is_none() {
+            self.asked = Some(question());
+        }
+    }
+
+    /// The first cluster (by name) where `account` has an association: the cluster a record
+    /// change names (`cluster=`). From a scoped model, an answer an unread cluster could change
+    /// (one sorting before it, or no answer) is recorded as looking past the scope.
+    pub fn first_cluster_holding(&mut self, account: &Name) -> Option<Name> {
+        let found =
+            self.state.clusters.iter().find(|(_, c)| c.accounts.contains(account.as_str())).map(|(n, _)| n.clone());
+        if self.unread.iter().next().is_some_and(|u| found.as_ref().is_none_or(|f| u < f)) {
+            self.past_scope(|| format!("the first cluster holding account `{account}`"));
+        }
+        found
     }
 
     /// The user counters, counted from the state now if not yet.
@@ -127,6 +167,8 @@ impl RuleModel {
                 // existing user, real load adds the rows AND moves the user's DefaultAccount to
                 // the line's (seen on 22.05.8, tests/e2e_safety.rs); on an existing account it
                 // changes what the line states. Neither is what the commands it stands for do.
+                // (An account with an association on any cluster has a record, and the records
+                // are read whole: a scoped model needs no other cluster for this.)
                 for a in accounts {
                     if self.state.accounts.contains_key(&a.name)
                         || self.state.clusters.values().any(|c| c.accounts.contains(a.name.as_str()))
@@ -168,6 +210,12 @@ impl RuleModel {
                 }
             }
             Command::DeleteQos { names } => {
+                self.past_scope(|| {
+                    format!(
+                        "whether QoS {} is used on another cluster",
+                        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    )
+                });
                 for n in names {
                     if self.state.qos.remove(n).is_none() {
                         return err(format!("QoS `{n}` does not exist"));
@@ -599,8 +647,12 @@ impl RuleModel {
     /// Whether `user` has an association or a DefaultAccount on any cluster (from the same
     /// counts as [`RuleModel::user_rows`]).
     pub fn knows_user(&mut self, user: &Name) -> bool {
-        self.state.clusters.values().any(|c| c.defaults.contains_key(user))
-            || self.counts().values().any(|m| m.get(user).is_some_and(|&n| n > 0))
+        let known = self.state.clusters.values().any(|c| c.defaults.contains_key(user))
+            || self.counts().values().any(|m| m.get(user).is_some_and(|&n| n > 0));
+        if !known {
+            self.past_scope(|| format!("whether user `{user}` has associations on another cluster"));
+        }
+        known
     }
 
     /// Whether `user` has associations on `cluster` but no DefaultAccount there that is one of
@@ -647,6 +699,7 @@ impl RuleModel {
         if !name.contains('_') || self.counts().values().any(|m| m.get(user).is_some_and(|n| *n > 0)) {
             return Ok(());
         }
+        self.past_scope(|| format!("whether user `{user}` keeps associations on another cluster"));
         let component = format!("0-{name}");
         let mut hits: Vec<String> = Vec::new();
         let mut more = 0usize;

@@ -169,6 +169,16 @@ fn read_clusters(transport: &dyn Transport, jobs: &[(&'static Read, Name)], keep
     done.into_iter().map(|(_, c)| c).collect()
 }
 
+/// The clusters slurmdbd lists (the clusters read alone, a few milliseconds), to decide
+/// whether a command working on some clusters has others beside them; `None` when that read
+/// fails or does not parse (the whole read that follows then says why).
+pub fn cluster_names(transport: &dyn Transport) -> Option<std::collections::BTreeSet<Name>> {
+    let read = reads::read_for(reads::CLUSTERS).expect("READS has the clusters read");
+    let (text, _) = read_one(transport, read, None, Keep::Text).ok()?;
+    let (set, diags) = parse::parse_clusters(&Source::new("live:clusters.txt", text.as_str()));
+    diags.is_empty().then(|| set.into_iter().collect())
+}
+
 /// Run every read: the clusters read first, then the association and DefaultAccount reads of
 /// each cluster it lists (one call per cluster, [`CLUSTER_READS_AT_ONCE`] at a time) while
 /// the reads taken once (accounts, QoS) run beside them; the association reads are parsed as
@@ -263,15 +273,27 @@ pub fn read_consistent(
     transport: &dyn Transport,
     keep: Keep,
     which: Clusters<'_>,
-    mut retrying: impl FnMut(usize, &[Diagnostic]),
+    retrying: impl FnMut(usize, &[Diagnostic]),
 ) -> Result<(RawReads, State, Vec<Unsplit>), ReadError> {
+    read_listing(transport, keep, which, retrying).map(|(raw, state, unsplit, _)| (raw, state, unsplit))
+}
+
+/// [`read_consistent`], also giving the clusters the clusters read lists that `which` left
+/// out (none for [`Clusters::All`]): what a plan from this state has not seen.
+pub fn read_listing(
+    transport: &dyn Transport,
+    keep: Keep,
+    which: Clusters<'_>,
+    mut retrying: impl FnMut(usize, &[Diagnostic]),
+) -> Result<(RawReads, State, Vec<Unsplit>, std::collections::BTreeSet<Name>), ReadError> {
     let mut attempt = 1;
     loop {
         let (raw, assocs) = read_all(transport, keep, which).map_err(ReadError::Live)?;
         match parse::parse_state_streamed(&raw, assocs) {
             Ok((mut state, unsplit)) => {
+                let left_out = state.clusters.keys().filter(|c| !which.includes(c)).cloned().collect();
                 state.clusters.retain(|c, _| which.includes(c));
-                return Ok((raw, state, unsplit));
+                return Ok((raw, state, unsplit, left_out));
             }
             Err(diags) => {
                 let out_of_step = diags.iter().any(parse::is_out_of_step);

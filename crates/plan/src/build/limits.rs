@@ -25,9 +25,7 @@ pub(super) fn account_records(b: &mut Builder<'_>, desired: &State) -> Result<()
             continue;
         }
         // any cluster where the account has an association, for `cluster=`
-        let Some(cluster) =
-            b.sim.state.clusters.iter().find(|(_, c)| c.accounts.contains(name.as_str())).map(|(n, _)| n.clone())
-        else {
+        let Some(cluster) = b.sim.first_cluster_holding(name) else {
             continue;
         };
         groups.entry((cluster, Settings::new(rec))).or_default().push(name.clone());
