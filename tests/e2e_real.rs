@@ -15,8 +15,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::cli::{Run, s as dir_str};
-use common::testbed::{new_cluster, sacctmgr, seed, show, slurmplan, testbed};
+use common::cli::{Run, run, s as dir_str};
+use common::testbed::{new_cluster, sacctmgr, seed, show, slurmplan, slurmplan_on_bed, testbed};
 
 /// Association rows of one cluster: `account|user|partition|parent|qos|defqos|grpsubmit|grptresmins`.
 fn assocs(cluster: &str) -> Vec<String> {
@@ -436,6 +436,58 @@ fn doctor_repairs_a_dangling_default_account() {
 
 /// `export` of a real slurmdbd (every cluster on the test bed, live and from a dump) gives a
 /// desired file whose plan is empty.
+/// On a bed holding other clusters (`testcl`, `testcl2`, and those of the other tests), a plan
+/// of one cluster that asks nothing of the others is made from that cluster's reads alone, and
+/// is byte for byte the plan of the whole read (`SLURMPLAN_READ_ALL_CLUSTERS=1`); one that
+/// asks (removing the last row here of a user whose name has a `_`: does the user keep rows
+/// elsewhere, else what does the `LIKE` pattern match) says so and reads every cluster. Both
+/// applied converge.
+#[test]
+#[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
+fn a_plan_of_one_cluster_reads_it_alone_and_is_the_whole_plan() {
+    testbed();
+    let site = Site::new("onecl");
+    let c = format!("cluster={}", site.cluster);
+    seed(&["add", "account", "scope_p1", &c, "fairshare=10"]);
+    seed(&["add", "user", "su1,su2,s_u4", "account=scope_p1", &c]);
+    let yaml = |fairshare: u32, users: &str| {
+        format!(
+            "version: 1\nmanaged:\n  roots: [scope_p1]\nclusters:\n  CLUSTER:\n    accounts:\n      scope_p1:\n        parent: root\n        fairshare: {fairshare}\n        users: [{users}]\n"
+        )
+    };
+    let plan = |desired: &PathBuf, whole: bool| -> Run {
+        let mut cmd = slurmplan_on_bed(&["plan", "-d", dir_str(desired), "--format", "json"]);
+        if whole {
+            cmd.env("SLURMPLAN_READ_ALL_CLUSTERS", "1");
+        }
+        let r = run(&mut cmd);
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        r
+    };
+    // a limit change: this cluster alone
+    let d = site.desired(&yaml(20, "su1, su2, s_u4"));
+    let (scoped, whole) = (plan(&d, false), plan(&d, true));
+    assert!(scoped.stderr.contains("the 1 cluster(s) planned"), "{}", scoped.stderr);
+    assert!(!scoped.stderr.contains("reading every cluster"), "{}", scoped.stderr);
+    assert!(!whole.stderr.contains("the 1 cluster(s) planned"), "{}", whole.stderr);
+    assert!(scoped.stdout.contains("\"Fairshare=20\""), "{}", scoped.stdout);
+    assert_eq!(scoped.stdout, whole.stdout);
+    site.converge(&yaml(20, "su1, su2, s_u4"));
+    // a new user (this cluster alone decides how it is added) and a user's removal: every
+    // cluster is read
+    let d = site.desired(&yaml(20, "su1, su2, su3"));
+    let (scoped, whole) = (plan(&d, false), plan(&d, true));
+    assert!(
+        scoped.stderr.contains(
+            "reading every cluster: the plan depends on whether user `s_u4` keeps associations on another cluster"
+        ),
+        "{}",
+        scoped.stderr
+    );
+    assert_eq!(scoped.stdout, whole.stdout);
+    site.converge(&yaml(20, "su1, su2, su3"));
+}
+
 #[test]
 #[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn export_of_a_real_state_plans_empty() {
