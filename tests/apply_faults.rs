@@ -363,7 +363,8 @@ fn add_other_cluster(site: &Site) {
 /// `plan` of site-a's `rocket` beside a cluster `other`: a plan that asks nothing of `other`
 /// (here: no change, and a limit change) is made from `rocket`'s reads alone; one that does
 /// (site-a's first plan changes an account's record, and names the first cluster holding the
-/// account, which could be `other`) says so and reads every cluster. Each plan is, byte for byte, the plan of the whole read
+/// account, which could be `other`; later, a managed QoS the file drops) says so and reads
+/// every cluster. Each plan is, byte for byte, the plan of the whole read
 /// (`SLURMPLAN_READ_ALL_CLUSTERS=1`).
 #[test]
 fn plan_reads_only_the_planned_clusters_unless_it_asks_of_others() {
@@ -404,6 +405,24 @@ fn plan_reads_only_the_planned_clusters_unless_it_asks_of_others() {
     }
     let (limited, _) = plan(limit.to_str().unwrap(), false);
     assert!(limited.stdout.contains("\"GrpSubmitJobs=5\""), "{}", limited.stdout);
+    // a managed QoS the file drops: whether `other` uses it decides, so every cluster is read
+    let drop_qos = site.path("drop-qos.yaml");
+    let managed = "  roots: [hpc_customers]";
+    assert!(text.contains(managed) && text.contains("  downscaled: {}\n"));
+    let dropped =
+        text.replacen(managed, "  qos_prefixes: [down]\n  roots: [hpc_customers]", 1).replace("  downscaled: {}\n", "");
+    std::fs::write(&drop_qos, dropped).unwrap();
+    let (scoped, other_reads) = plan(drop_qos.to_str().unwrap(), false);
+    let (whole, _) = plan(drop_qos.to_str().unwrap(), true);
+    assert!(
+        scoped
+            .stderr
+            .contains("reading every cluster: the plan depends on whether QoS `downscaled` is used on another cluster"),
+        "{}",
+        scoped.stderr
+    );
+    assert_eq!(other_reads, 2);
+    assert_eq!(scoped.stdout, whole.stdout);
 }
 
 /// An apply reads every cluster once (under the lock, to plan) and, to verify, only the

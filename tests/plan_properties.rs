@@ -1392,23 +1392,14 @@ fn scoped_plan_matches(current: &State, desired: &State, scope: &Name) -> Result
         s
     };
     let (scoped_current, scoped_desired) = (only(current), only(&whole_desired));
-    let scoped = order_scoped(
-        diff_states_scoped(&scoped_current, &scoped_desired, Covers::Managed(&managed), others),
-        &scoped_current,
-        &scoped_desired,
-        "x",
-    );
-    let plan = match scoped {
+    let plan_of = |current: &State, desired: &State, unread: BTreeSet<Name>| {
+        order_scoped(diff_states_scoped(current, desired, Covers::Managed(&managed), unread), current, desired, "x")
+    };
+    let plan = match plan_of(&scoped_current, &scoped_desired, others) {
         Ok((plan, None)) => plan,
         Ok((_, Some(_))) | Err(_) => return Ok(ScopedOutcome::FellBack),
     };
-    let whole = order_scoped(
-        diff_states_scoped(current, &whole_desired, Covers::Managed(&managed), BTreeSet::new()),
-        current,
-        &whole_desired,
-        "x",
-    );
-    match whole {
+    match plan_of(current, &whole_desired, BTreeSet::new()) {
         Ok((w, None)) if file::to_json(&w) == file::to_json(&plan) => {
             Ok(ScopedOutcome::Stood { steps: plan.steps.len() })
         }

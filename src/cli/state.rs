@@ -5,10 +5,11 @@
 //! Must not: change anything in slurmdbd, or print anything but the diagnostics of the read
 //! and (with `progress`) the live-read notes on stderr.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use slurmplan::diag::Diagnostic;
-use slurmplan::model::State;
+use slurmplan::model::{Name, State};
 use slurmplan::sacctmgr::transport::Transport;
 use slurmplan::sacctmgr::{live, parse, reads, snapshot};
 
@@ -35,12 +36,7 @@ pub fn read_state(s: &Settings, dir: Option<&Path>, progress: bool) -> Result<(S
             let r = s.reader()?;
             let via = r.describe()?;
             if progress {
-                let once = reads::READS.iter().filter(|r| !r.per_cluster).count();
-                let per = reads::READS.len() - once;
-                eprintln!(
-                    "reading current state live through {via} ({once} reads, and {per} per cluster, {} at once)...",
-                    live::CLUSTER_READS_AT_ONCE
-                );
+                eprintln!("reading current state live through {via} ({})...", reads_note());
             }
             read_live(r.transport(), live::Keep::Parsed, live::Clusters::All, progress)
                 .map(|(_, state, unsplit)| (state, unsplit))
@@ -50,32 +46,30 @@ pub fn read_state(s: &Settings, dir: Option<&Path>, progress: bool) -> Result<(S
 
 /// The clusters slurmdbd lists, live (`None` when that read fails: the read that follows says
 /// why).
-pub fn listed_clusters(s: &Settings) -> Result<Option<std::collections::BTreeSet<slurmplan::model::Name>>, Failure> {
+pub fn listed_clusters(s: &Settings) -> Result<Option<BTreeSet<Name>>, Failure> {
     Ok(live::cluster_names(s.reader()?.transport()))
 }
 
 /// The state of `clusters` alone, live, for a plan of them (`pipeline::plan_scoped`), with the
 /// clusters slurmdbd lists beside them; progress on stderr.
-pub fn scoped_state(
-    s: &Settings,
-    clusters: &std::collections::BTreeSet<slurmplan::model::Name>,
-) -> Result<slurmplan::pipeline::ScopedRead, Failure> {
+pub fn scoped_state(s: &Settings, clusters: &BTreeSet<Name>) -> Result<slurmplan::pipeline::ScopedRead, Failure> {
     let r = s.reader()?;
     let via = r.describe()?;
+    eprintln!(
+        "reading current state live through {via}: the {} cluster(s) planned ({})...",
+        clusters.len(),
+        reads_note()
+    );
+    read_live_listing(r.transport(), live::Keep::Parsed, live::Clusters::Only(clusters), true)
+        .map(|(_, state, unsplit, left_out)| (state, unsplit, left_out))
+}
+
+/// What a live read of the state takes, for the progress line: the reads taken once, those
+/// taken per cluster, and how many run at once.
+fn reads_note() -> String {
     let once = reads::READS.iter().filter(|r| !r.per_cluster).count();
     let per = reads::READS.len() - once;
-    eprintln!(
-        "reading current state live through {via}: the {} cluster(s) planned ({once} reads, and {per} per cluster, {} at once)...",
-        clusters.len(),
-        live::CLUSTER_READS_AT_ONCE
-    );
-    let retrying = |attempt: usize, d: &[Diagnostic]| {
-        let first = d.first().map(|d| d.message.as_str()).unwrap_or("");
-        eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
-    };
-    live::read_listing(r.transport(), live::Keep::Parsed, live::Clusters::Only(clusters), retrying)
-        .map(|(_, state, unsplit, left_out)| (state, unsplit, left_out))
-        .map_err(read_failure)
+    format!("{once} reads, and {per} per cluster, {} at once", live::CLUSTER_READS_AT_ONCE)
 }
 
 /// [`read_state`] for the commands without a desired file (they do not act on the rows that
@@ -89,11 +83,7 @@ pub fn current_state(s: &Settings, dir: Option<&Path>) -> Result<State, Failure>
 /// The state of `clusters` alone, live (no other cluster in it), with the records and QoS:
 /// what an apply's verification compares, which looks at no other cluster. Progress on stderr
 /// with `progress`.
-pub fn clusters_state(
-    s: &Settings,
-    clusters: &std::collections::BTreeSet<slurmplan::model::Name>,
-    progress: bool,
-) -> Result<State, Failure> {
+pub fn clusters_state(s: &Settings, clusters: &BTreeSet<Name>, progress: bool) -> Result<State, Failure> {
     let r = s.reader()?;
     let via = r.describe()?;
     if progress {
@@ -133,13 +123,23 @@ pub fn read_live(
     which: live::Clusters<'_>,
     progress: bool,
 ) -> Result<(parse::RawReads, State, Vec<parse::Unsplit>), Failure> {
+    read_live_listing(r, keep, which, progress).map(|(raw, state, unsplit, _)| (raw, state, unsplit))
+}
+
+/// [`read_live`], also giving the clusters slurmdbd lists that `which` left out.
+fn read_live_listing(
+    r: &dyn Transport,
+    keep: live::Keep,
+    which: live::Clusters<'_>,
+    progress: bool,
+) -> Result<(parse::RawReads, State, Vec<parse::Unsplit>, BTreeSet<Name>), Failure> {
     let retrying = |attempt: usize, d: &[Diagnostic]| {
         if progress {
             let first = d.first().map(|d| d.message.as_str()).unwrap_or("");
             eprintln!("the reads did not fit together ({first}); reading again ({attempt} of {})", live::READ_ATTEMPTS);
         }
     };
-    live::read_consistent(r, keep, which, retrying).map_err(read_failure)
+    live::read_listing(r, keep, which, retrying).map_err(read_failure)
 }
 
 /// The failure for a live read that gave no state (its diagnostics printed).

@@ -23,10 +23,6 @@ pub struct Resolved {
     pub warnings: Vec<Diagnostic>,
     /// Managed account names per cluster (current ∪ desired), for guards and reports.
     pub managed: BTreeMap<Name, BTreeSet<Name>>,
-    /// Managed QoS the file does not declare (they go): whether one is still used is asked of
-    /// every cluster, so a plan from a state read for some clusters only cannot be trusted
-    /// with any (docs/decisions.md, "Reads scoped to the plan's clusters").
-    pub doomed_qos: Vec<Name>,
 }
 
 /// Is `name` managed on a cluster, given the current tree?
@@ -115,7 +111,7 @@ pub fn resolve(d: &Desired, current: &State) -> Result<Resolved, Vec<Diagnostic>
         check_rules(d, current, after, &mut errors);
     }
     if errors.is_empty() {
-        Ok(Resolved { state, warnings, managed: managed_all, doomed_qos })
+        Ok(Resolved { state, warnings, managed: managed_all })
     } else {
         errors.extend(warnings);
         Err(errors)

@@ -349,9 +349,10 @@ pub type ScopedRead = (State, Vec<Unsplit>, BTreeSet<Name>);
 
 /// [`plan_loaded`] that first reads only the desired file's clusters (after `--cluster`):
 /// `read_scope(clusters)` reads them. When no other cluster exists, or the plan from that read
-/// asked nothing whose answer could depend on another cluster (`rules::RuleModel::scoped`),
-/// and resolving needed none either (no undeclared managed QoS to delete), and nothing was
-/// refused, that plan is the plan of the whole state by construction, and it is the result.
+/// asked nothing whose answer could depend on another cluster (`rules::RuleModel::scoped`;
+/// resolving asks one only of a managed QoS the file drops, whose deletion the plan then holds
+/// and the model asks about), and nothing was refused, that plan is the plan of the whole state
+/// by construction, and it is the result.
 /// Otherwise `read_whole(why)` reads every cluster and the plan is made again from that, as
 /// [`plan_loaded`] would (nothing of the first attempt is reported). `--target` plans take
 /// the whole read at once. docs/decisions.md, "Reads scoped to the plan's clusters".
@@ -402,9 +403,6 @@ fn scoped_attempt(
     let resolved = desired::resolve::resolve(d, current).map_err(|_| {
         "whether the desired file's errors on the planned clusters alone hold on every cluster".to_string()
     })?;
-    if let Some(q) = resolved.doomed_qos.first() {
-        return Err(format!("whether QoS `{q}` (to be deleted) is used on another cluster"));
-    }
     report.warnings(Stage::Resolve, resolved.warnings.clone());
     check_unsplit::<()>(unsplit, d, &resolved.managed, report).map_err(refused)?;
     clock.lap(report, "resolve");
