@@ -1430,11 +1430,7 @@ fn cross_cluster_shapes(k: u8, current: &mut State, desired: &mut State) {
         let known_elsewhere = (k & 2 == 2).then(|| n("o_only"));
         if let Some(u) = &known_elsewhere {
             for s in [&mut *current, &mut *desired] {
-                let c = s.clusters.get_mut(&c2).unwrap();
-                let account = non_root(c).first().cloned().unwrap_or_else(root_name);
-                c.users
-                    .insert(UserKey { account: account.clone(), user: u.clone(), partition: None }, Assoc::default());
-                c.defaults.insert(u.clone(), account);
+                put_user(s.clusters.get_mut(&c2).unwrap(), u);
             }
         }
         let d = desired.clusters.get_mut(&c1).unwrap();
@@ -1447,23 +1443,19 @@ fn cross_cluster_shapes(k: u8, current: &mut State, desired: &mut State) {
     }
     if k & 4 == 4 {
         let leaving = n("w_y");
-        let account = non_root(&current.clusters[&c1]).first().cloned().unwrap_or_else(root_name);
-        let c = current.clusters.get_mut(&c1).unwrap();
-        c.users.insert(UserKey { account: account.clone(), user: leaving.clone(), partition: None }, Assoc::default());
-        c.defaults.insert(leaving.clone(), account);
+        put_user(current.clusters.get_mut(&c1).unwrap(), &leaving);
         let other = if k & 8 == 8 { leaving } else { n("wzy") };
         for s in [&mut *current, &mut *desired] {
-            let c = s.clusters.get_mut(&c2).unwrap();
-            let account = non_root(c).first().cloned().unwrap_or_else(root_name);
-            c.users
-                .insert(UserKey { account: account.clone(), user: other.clone(), partition: None }, Assoc::default());
-            c.defaults.insert(other.clone(), account);
+            put_user(s.clusters.get_mut(&c2).unwrap(), &other);
         }
     }
 }
 
-fn root_name() -> Name {
-    n("root")
+/// A row of `user` under the cluster's first account below root (or root), as its DefaultAccount.
+fn put_user(c: &mut ClusterState, user: &Name) {
+    let account = non_root(c).first().cloned().unwrap_or_else(|| n("root"));
+    c.users.insert(UserKey { account: account.clone(), user: user.clone(), partition: None }, Assoc::default());
+    c.defaults.insert(user.clone(), account);
 }
 
 /// Every two-cluster pair, planned for each cluster alone.
