@@ -1509,3 +1509,48 @@ fn scoped_plans_stand_with_steps_and_fall_back_when_they_ask() {
     eprintln!("scoped plans: {stood_with_steps} stood with steps, {stood_empty} stood empty, {fell_back} fell back");
     assert!(stood_with_steps > 50 && fell_back > 50, "{stood_with_steps} stood with steps, {fell_back} fell back");
 }
+
+/// Found by `.ci/run`'s 4000 cases on 2026-12-07: an account swaps from the inherited `normal`
+/// to `qos=b defaultqos=b` while its user `u0` moves its own DefaultQOS from `normal` to `b`,
+/// beside a user with a delta list (`+normal,-b,-paused`) and a user who goes.
+#[test]
+fn account_swap_with_a_user_moving_its_own_default_beside_a_delta_user() {
+    let qos = r#"
+qos a {"description":"a"}
+qos b {"description":"b"}
+qos c {"description":"c"}
+qos normal {"description":"normal"}
+qos paused {"description":"paused"}
+record p0 {"description":"p0","organization":"p0"}
+record root {"description":"root","organization":"root"}
+"#;
+    let current = format!(
+        "{qos}
+cluster c1
+account root - qos=normal def=-
+account p0 root qos=inherit def=normal
+user u0 p0 - qos=inherit def=normal lim={{\"grp_tres_mins\":{{\"mem\":1024}}}}
+user u1 p0 - qos=inherit def=-
+user u2 p0 - qos=inherit def=- lim={{\"max_wall\":30}}
+user u3 p0 - qos=+normal,-b,-paused def=normal
+default u0 p0
+default u1 p0
+default u2 p0
+default u3 p0
+"
+    );
+    let desired = format!(
+        "{qos}
+cluster c1
+account root - qos=normal def=-
+account p0 root qos=b def=b
+user u0 p0 - qos=inherit def=b lim={{\"grp_tres_mins\":{{\"mem\":1024}}}}
+user u2 p0 - qos=inherit def=- lim={{\"max_wall\":30}}
+user u3 p0 - qos=+normal,-b,-paused def=normal
+default u0 p0
+default u2 p0
+default u3 p0
+"
+    );
+    assert_pair_ok(&current, &desired);
+}

@@ -38,8 +38,10 @@ pub(super) fn qos_changes(
 ) -> Result<(), PlanError> {
     let mut pending = pending_targets(b, cname, d, gone);
     let mut widened: BTreeSet<AssocRef> = BTreeSet::new();
+    // User rows widened for their account: they keep the wide list until it is done.
+    let mut held: BTreeSet<UserKey> = BTreeSet::new();
     while !pending.is_empty() {
-        let ready = ready_now(b, cname, d, &pending, gone);
+        let ready = ready_now(b, cname, d, &pending, &held, gone);
         if !ready.is_empty() {
             emit_batched(b, &mut pending, ready)?;
             continue;
@@ -47,7 +49,7 @@ pub(super) fn qos_changes(
         // Stuck on an account whose QoS change Slurm 22.05 refuses because of user rows under
         // it (a new DefaultQOS or their own outside their list): those rows get a wide
         // explicit list first, and their final value once the account is done.
-        if widen_users_for_account(b, cname, d, &mut pending, &mut widened, gone)? {
+        if widen_users_for_account(b, cname, d, &mut pending, &mut widened, &mut held, gone)? {
             continue;
         }
         widen_next(b, cname, d, &pending, &mut widened)?;
@@ -81,12 +83,13 @@ fn pending_targets(b: &Builder<'_>, cname: &Name, d: &ClusterState, gone: &BTree
 
 /// One pass: every final setting that is valid now, on associations that do not affect each
 /// other (no selected account above another selected one or above a selected user), with the
-/// command and the address of each.
+/// command and the address of each. A row in `held` waits while its account is pending.
 fn ready_now(
     b: &Builder<'_>,
     cname: &Name,
     d: &ClusterState,
     pending: &BTreeSet<AssocRef>,
+    held: &BTreeSet<UserKey>,
     gone: &BTreeSet<Name>,
 ) -> Vec<(AssocRef, Command, String, bool)> {
     let c = b.cluster(cname);
@@ -107,7 +110,9 @@ fn ready_now(
                 ready.push((t.clone(), cmd, acct_addr(cname, n), done));
             }
             AssocRef::User(k) => {
-                if under_selected(&k.account) {
+                let account_pending =
+                    || pending.iter().any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account));
+                if under_selected(&k.account) || (held.contains(k) && account_pending()) {
                     continue;
                 }
                 let Some((cmd, done)) = user_final(c, cname, d, k, pending, gone) else { continue };
@@ -331,13 +336,16 @@ pub(super) fn blocking_rows(
 
 /// See the call in [`qos_changes`]: the user rows that block a pending account get an explicit
 /// list holding what the account's change needs (the account's new DefaultQOS, their own) and
-/// what they have now; they get their final value later. Emits one command per row; true if any.
+/// what they have now; they get their final value once the account is done (`held`: a step
+/// toward it before, such as the clear on the way to a delta, would undo the widening and
+/// block the account again). Emits one command per row; true if any.
 fn widen_users_for_account(
     b: &mut Builder<'_>,
     cname: &Name,
     d: &ClusterState,
     pending: &mut BTreeSet<AssocRef>,
     widened: &mut BTreeSet<AssocRef>,
+    held: &mut BTreeSet<UserKey>,
     gone: &BTreeSet<Name>,
 ) -> Result<bool, PlanError> {
     let mut wide: Vec<(UserKey, BTreeSet<Name>)> = Vec::new();
@@ -377,6 +385,7 @@ fn widen_users_for_account(
         )?;
         let t = AssocRef::User(k.clone());
         widened.insert(t.clone());
+        held.insert(k.clone());
         if d.users.contains_key(k) {
             pending.insert(t);
         }
