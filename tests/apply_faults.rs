@@ -342,22 +342,26 @@ fn live_read_is_a_fixed_number_of_calls() {
 /// A second cluster `other` beside site-a's `rocket` in the fake's state (its root and root
 /// user). The fake's state is a snapshot: its manifest records each file's size and SHA-256.
 fn add_other_cluster(site: &Site) {
-    let manifest_path = site.state().join("manifest.json");
     let append = |file: &str, text: &str| {
-        use sha2::Digest;
-        let p = site.state().join(file);
-        let mut t = std::fs::read_to_string(&p).unwrap();
+        let mut t = std::fs::read_to_string(site.state().join(file)).unwrap();
         t.push_str(text);
-        let mut manifest: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
-        let sha: String = sha2::Sha256::digest(t.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-        manifest["files"][file] = serde_json::json!({"bytes": t.len(), "sha256": sha});
-        std::fs::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
-        std::fs::write(&p, t).unwrap();
+        rewrite_with_manifest(site, file, &t);
     };
     append("clusters.txt", "other\n");
     append("assocs.txt", "other|root||||1|||||||||||normal|\nother|root|root|||1||||||||||||\n");
     append("defaults.txt", "other|root|root\n");
+}
+
+/// Write `text` as the fake's state file `file`, and its size and digest into the manifest.
+fn rewrite_with_manifest(site: &Site, file: &str, text: &str) {
+    use sha2::Digest;
+    let manifest_path = site.state().join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let sha: String = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    manifest["files"][file] = serde_json::json!({"bytes": text.len(), "sha256": sha});
+    std::fs::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    std::fs::write(site.state().join(file), text).unwrap();
 }
 
 /// `plan` of site-a's `rocket` beside a cluster `other`: a plan that asks nothing of `other`
@@ -399,8 +403,26 @@ fn plan_reads_only_the_planned_clusters_unless_it_asks_of_others() {
         let (scoped, other_reads) = plan(desired, false);
         let (whole, whole_other_reads) = plan(desired, true);
         assert!(!scoped.stderr.contains("reading every cluster"), "{}", scoped.stderr);
-        assert!(scoped.stderr.contains("the 1 cluster(s) planned"), "{}", scoped.stderr);
+        assert!(scoped.stderr.contains("the 1 cluster(s) of the desired file"), "{}", scoped.stderr);
         assert_eq!((other_reads, whole_other_reads), (0, 2));
+        assert_eq!(scoped.stdout, whole.stdout);
+    }
+    // `drift` (cron: nothing on stderr) reads `rocket` alone for these two, and reports the same
+    let drift = |desired: &str, whole: bool| -> (Run, usize) {
+        let log = site.state().join("argv.log");
+        let _ = std::fs::remove_file(&log);
+        let env: &[(&str, &str)] = if whole { &[("SLURMPLAN_READ_ALL_CLUSTERS", "1")] } else { &[] };
+        let r = site.slurmplan(&["drift", "-d", desired, "--format", "json"], env);
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        (r, log.lines().filter(|l| l.contains("\"cluster=other\"]")).count())
+    };
+    for (desired, code) in [(DESIRED, 0), (limit.to_str().unwrap(), 2)] {
+        let (scoped, other_reads) = drift(desired, false);
+        let (whole, whole_other_reads) = drift(desired, true);
+        assert_eq!((scoped.code, whole.code), (code, code), "{scoped:?}");
+        assert_eq!(scoped.stderr, "");
+        assert_eq!((other_reads, whole_other_reads), (0, 2));
+        assert_eq!(scoped.stdout.is_empty(), code == 0, "{}", scoped.stdout);
         assert_eq!(scoped.stdout, whole.stdout);
     }
     let (limited, _) = plan(limit.to_str().unwrap(), false);
@@ -423,15 +445,31 @@ fn plan_reads_only_the_planned_clusters_unless_it_asks_of_others() {
     );
     assert_eq!(other_reads, 2);
     assert_eq!(scoped.stdout, whole.stdout);
+    let (scoped, other_reads) = drift(drop_qos.to_str().unwrap(), false);
+    let (whole, _) = drift(drop_qos.to_str().unwrap(), true);
+    assert_eq!((scoped.code, other_reads), (2, 2), "{scoped:?}");
+    assert_eq!(scoped.stdout, whole.stdout);
 }
 
-/// An apply reads every cluster once (under the lock, to plan) and, to verify, only the
-/// clusters its steps name: here a second cluster `other` the desired file does not name is
-/// read once, `rocket` twice; the apply converges.
+/// An apply reads under the lock as `plan` reads (the desired file's clusters first) and, to
+/// verify, only the clusters its steps name. Beside a cluster `other` the desired file does
+/// not name: site-a's first apply asks of `other` (a record change names the first cluster
+/// holding the account), so `other` is read once (with `rocket`: the scoped read, the whole
+/// one, the verification); a later limit change reads `rocket` alone (plan and verification,
+/// replayed in the scoped model) and converges.
 #[test]
-fn verification_reads_only_the_clusters_the_steps_name() {
+fn an_apply_reads_the_clusters_it_plans_and_verifies_the_ones_it_changed() {
     let site = Site::new();
     add_other_cluster(&site);
+    // the reads of `rocket` and of `other` since the last call
+    let reads = || {
+        let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap_or_default();
+        let _ = std::fs::remove_file(site.state().join("argv.log"));
+        let of = |c: &str| {
+            log.lines().filter(|l| l.contains("\"show\"") && l.contains(&format!("\"cluster={c}\"]"))).count()
+        };
+        (of("rocket"), of("other"))
+    };
     let r = site.apply_with(&[], &[]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(
@@ -439,12 +477,80 @@ fn verification_reads_only_the_clusters_the_steps_name() {
         "{}",
         r.stderr
     );
+    assert!(r.stderr.contains("reading every cluster: the plan depends on the first cluster holding"), "{}", r.stderr);
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
-    let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
-    let reads_of =
-        |c: &str| log.lines().filter(|l| l.contains("\"show\"") && l.contains(&format!("\"cluster={c}\"]"))).count();
-    assert_eq!((reads_of("rocket"), reads_of("other")), (4, 2), "{log}");
+    assert_eq!(reads(), (6, 2));
     assert!(site.calls() > 0);
+    let limit = site.path("limit.yaml");
+    let text = std::fs::read_to_string(DESIRED).unwrap();
+    std::fs::write(&limit, text.replace("grp_submit_jobs: 0", "grp_submit_jobs: 5")).unwrap();
+    let before = site.calls();
+    let j = site.path("journal2.jsonl");
+    let args = ["apply", "-d", limit.to_str().unwrap(), "--auto-approve", "--journal", j.to_str().unwrap()];
+    let r = site.slurmplan(&args, &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(!r.stderr.contains("reading every cluster"), "{}", r.stderr);
+    assert!(r.stderr.contains("Verified"), "{}", r.stderr);
+    assert_eq!(reads(), (4, 0));
+    assert!(site.calls() > before);
+    let p = site.slurmplan(&["plan", "-d", limit.to_str().unwrap(), "--detailed-exitcode"], &[]);
+    assert_eq!(p.code, 0, "{p:?}");
+}
+
+/// `--cluster` leaves clusters of the desired file out, but not the account records declared
+/// under them: the diff changes such a record through any cluster holding the account. With
+/// the account on a cluster not read, the scoped plan and drift report say so and read every
+/// cluster, and are those of the whole read.
+#[test]
+fn a_record_declared_under_a_cluster_left_out_reads_every_cluster() {
+    let site = Site::new();
+    add_other_cluster(&site);
+    // site-a's own changes first (its record change alone would read every cluster)
+    assert_eq!(site.apply_with(&[], &[]).code, 0);
+    let file = |name: &str, line: &str| {
+        let p = site.state().join(name);
+        let mut lines: Vec<String> = std::fs::read_to_string(&p).unwrap().lines().map(String::from).collect();
+        lines.push(line.to_string());
+        if name.starts_with("accounts") {
+            lines.sort();
+        }
+        let text = lines.join("\n") + "\n";
+        rewrite_with_manifest(&site, name, &text);
+    };
+    file("assocs.txt", "other|elsewhere|||root|1||||||||||||");
+    file("accounts-descr.txt", "elsewhere|old words");
+    file("accounts-org.txt", "elsewhere|someone");
+    let desired = site.path("two.yaml");
+    let text = std::fs::read_to_string(DESIRED).unwrap();
+    std::fs::write(
+        &desired,
+        format!("{text}  other:\n    accounts:\n      elsewhere:\n        description: new words\n"),
+    )
+    .unwrap();
+    let args = ["plan", "-d", desired.to_str().unwrap(), "--cluster", "rocket", "--format", "json"];
+    let scoped = site.slurmplan(&args, &[]);
+    let whole = site.slurmplan(&args, &[("SLURMPLAN_READ_ALL_CLUSTERS", "1")]);
+    assert_eq!((scoped.code, whole.code), (0, 0), "{scoped:?}");
+    assert!(whole.stdout.contains("description=new words"), "{}", whole.stdout);
+    assert_eq!(scoped.stdout, whole.stdout);
+    assert!(
+        scoped
+            .stderr
+            .contains("reading every cluster: the plan depends on the first cluster holding account `elsewhere`"),
+        "{}",
+        scoped.stderr
+    );
+    // `drift` has no planner to ask: it finds the record itself, reads every cluster, and
+    // reports the same
+    let args = ["drift", "-d", desired.to_str().unwrap(), "--cluster", "rocket", "--format", "json"];
+    let _ = std::fs::remove_file(site.state().join("argv.log"));
+    let scoped = site.slurmplan(&args, &[]);
+    let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap();
+    assert!(log.lines().any(|l| l.contains("\"cluster=other\"]")), "{log}");
+    let whole = site.slurmplan(&args, &[("SLURMPLAN_READ_ALL_CLUSTERS", "1")]);
+    assert_eq!((scoped.code, whole.code), (2, 2), "{scoped:?}");
+    assert!(whole.stdout.contains("account_record.elsewhere"), "{}", whole.stdout);
+    assert_eq!(scoped.stdout, whole.stdout);
 }
 
 /// The live reads are separate calls: a writer between them leaves them out of step (here an

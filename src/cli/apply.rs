@@ -137,7 +137,7 @@ pub fn run(s: &Settings, a: ApplyArgs) -> Outcome {
                 .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
             }
             refuse_unsound(path, &plan, &current)?;
-            execute(s, &Exec::of(&a), plan, current, lock_dir, _locks, &mut 0)
+            execute(s, &Exec::of(&a), plan, (current, BTreeSet::new()), lock_dir, _locks, &mut 0)
         }
         (None, Some(d)) => {
             // Load, lock, then read once: the desired file is parsed once, its clusters (after
@@ -146,14 +146,14 @@ pub fn run(s: &Settings, a: ApplyArgs) -> Outcome {
             // the confirmation; other slurmplan runs wait for the lock). A file that cannot be
             // loaded is an error before any lock. The executor refuses any step outside them.
             let lock_dir = lock_dir(s)?;
-            let (slurmplan::pipeline::Planned { mut plan, current }, locks) =
+            let (slurmplan::pipeline::Planned { mut plan, current, unread }, locks) =
                 build_plan_locked(s, d, a.planning.allow_mass_delete, &a.planning.targets, |clusters| {
                     take_locks(&lock_dir, &lock::Scope { global: true, clusters }, a.lock_timeout)
                 })?;
             if a.planning.no_batch {
                 plan::unbatch(&mut plan);
             }
-            confirm_and_execute(s, &a, plan, current, lock_dir, locks)
+            confirm_and_execute(s, &a, plan, (current, unread), lock_dir, locks)
         }
         _ => Err(Failure::new("give a plan file or -d desired.yaml").code(EXIT_USAGE)),
     }
@@ -164,7 +164,7 @@ fn confirm_and_execute(
     s: &Settings,
     a: &ApplyArgs,
     plan: Plan,
-    current: slurmplan::model::State,
+    current: Current,
     lock_dir: lock::LockDir,
     locks: lock::Locks,
 ) -> Outcome {
@@ -246,13 +246,17 @@ impl Exec {
     }
 }
 
+/// The state a plan was made from, and the clusters slurmdbd holds that it leaves out (empty
+/// but for a scoped read: `pipeline::Planned::unread`).
+pub type Current = (slurmplan::model::State, BTreeSet<Name>);
+
 /// Run `plan` under `locks`, journalled, and verify; `applied` gets the number of steps that
 /// ran to success.
 pub fn execute(
     s: &Settings,
     a: &Exec,
     plan: Plan,
-    current: slurmplan::model::State,
+    (current, unread): Current,
     lock_dir: lock::LockDir,
     mut locks: lock::Locks,
     applied: &mut usize,
@@ -289,7 +293,7 @@ pub fn execute(
     }
     save_before(&mut journal, &plan, &current, a.quiet)?;
     locks.record(&std::path::absolute(&journal_path).unwrap_or_else(|_| journal_path.clone()));
-    let result = run_steps(s, a, writer, &plan, &current, &mut journal, &locks, applied);
+    let result = run_steps(s, a, writer, &plan, (&current, &unread), &mut journal, &locks, applied);
     // Every end that reaches here is a clean one (a failed step, a signal, a verification
     // result): the lock files stop naming this journal. A kill leaves them naming it.
     locks.release();
@@ -335,7 +339,7 @@ fn run_steps(
     a: &Exec,
     writer: &mut dyn apply::writer::Writer,
     plan: &Plan,
-    current: &slurmplan::model::State,
+    (current, unread): (&slurmplan::model::State, &BTreeSet<Name>),
     journal: &mut Journal,
     locks: &lock::Locks,
     applied: &mut usize,
@@ -406,7 +410,7 @@ fn run_steps(
         eprintln!("verification skipped (--no-verify).");
         return Ok(EXIT_OK);
     }
-    let Some(mut expected) = apply::expected_state(current, plan) else {
+    let Some(mut expected) = apply::expected_state(current, unread, plan) else {
         return Err(Failure::new("cannot verify: the plan's steps do not replay on the state read before applying")
             .code(EXIT_PARTIAL));
     };

@@ -27,7 +27,7 @@ pub fn run(s: &Settings, a: PlanArgs) -> Outcome {
             eprintln!("warning: interrupted applies are not looked for: {}", slurmplan::diag::tidy(&e.to_string()))
         }
     }
-    let pipeline::Planned { mut plan, current } =
+    let pipeline::Planned { mut plan, current, .. } =
         build_plan(s, &a.desired, a.state.state.as_deref(), a.planning.allow_mass_delete, &a.planning.targets)?;
     if a.planning.no_batch {
         plan::unbatch(&mut plan);

@@ -8,6 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use slurmplan::diag::Diagnostic;
+use slurmplan::model::State;
+use slurmplan::sacctmgr::parse::Unsplit;
 use slurmplan::{pipeline, plan};
 
 use super::print::{failed, print_diags};
@@ -112,19 +114,36 @@ pub fn build_plan(
     // Live, beside other clusters: read the planned ones first (docs/decisions.md, "Reads
     // scoped to the plan's clusters"). With one cluster there is nothing to leave out, and the
     // desired file loads while the state is read.
-    let scoped = state_dir.is_none()
-        && targets.is_empty()
-        && !whole_read_asked()?
-        && listed_clusters(s)?.is_some_and(|listed| listed.len() > 1);
-    if !scoped {
+    if !scoped_read(s, state_dir, targets)? {
         return pipeline::plan(&req, || read_state(s, state_dir, true), &mut printer).map_err(nothing);
     }
     let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
-    let read_whole = |why: &str| {
+    pipeline::plan_scoped(
+        &req,
+        d,
+        |clusters| scoped_state(s, clusters, true),
+        |why| read_every(s, why, true),
+        &mut printer,
+    )
+    .map_err(nothing)
+}
+
+/// Whether a command reads the clusters of its desired file first: live, without `--target`,
+/// unless `SLURMPLAN_READ_ALL_CLUSTERS=1`, and only when slurmdbd lists more than one cluster.
+fn scoped_read(s: &Settings, state_dir: Option<&Path>, targets: &[String]) -> Result<bool, Failure> {
+    Ok(state_dir.is_none()
+        && targets.is_empty()
+        && !whole_read_asked()?
+        && listed_clusters(s)?.is_some_and(|listed| listed.len() > 1))
+}
+
+/// Every cluster, read after a scoped read could not stand for it; says why on stderr when
+/// `progress`.
+fn read_every(s: &Settings, why: &str, progress: bool) -> Result<(State, Vec<Unsplit>), Failure> {
+    if progress {
         eprintln!("reading every cluster: the plan depends on {why}");
-        read_state(s, None, true)
-    };
-    pipeline::plan_scoped(&req, d, |clusters| scoped_state(s, clusters), read_whole, &mut printer).map_err(nothing)
+    }
+    read_state(s, None, progress)
 }
 
 /// `SLURMPLAN_READ_ALL_CLUSTERS=1`: `plan` reads every cluster, as before scoped reads (to
@@ -140,7 +159,9 @@ fn whole_read_asked() -> Result<bool, Failure> {
 
 /// [`build_plan`] for `apply -d`: the desired file is loaded once; `lock` gets its clusters
 /// (after `--cluster`, as sacctmgr stores them) and runs before the current state is read
-/// live; the plan is made from that same load.
+/// live, those clusters first as `plan` reads them (without asking slurmdbd for its clusters
+/// beforehand: the file is loaded before the lock anyway, so a site of one cluster loses no
+/// overlap, and that read is then the whole read); the plan is made from that same load.
 pub fn build_plan_locked<L>(
     s: &Settings,
     desired: &Path,
@@ -150,15 +171,27 @@ pub fn build_plan_locked<L>(
 ) -> Result<(pipeline::Planned, L), Failure> {
     let req = request(s, desired, allow_mass_delete, targets, true);
     let mut printer = Printer { warnings: true, timings: Timings::start(s.timings) };
-    let d = pipeline::load(&req, &mut printer).map_err(|r| refused(r, desired, "nothing was planned", false))?;
+    let nothing = |r| refused(r, desired, "nothing was planned", false);
+    let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
     let held = lock(d.clusters.keys().map(|c| c.as_str().to_string()).collect())?;
-    let planned = pipeline::plan_loaded(&req, d, || read_state(s, None, true), &mut printer)
-        .map_err(|r| refused(r, desired, "nothing was planned", false))?;
+    let planned = if targets.is_empty() && !whole_read_asked()? {
+        pipeline::plan_scoped(
+            &req,
+            d,
+            |clusters| scoped_state(s, clusters, true),
+            |why| read_every(s, why, true),
+            &mut printer,
+        )
+    } else {
+        pipeline::plan_loaded(&req, d, || read_state(s, None, true), &mut printer)
+    }
+    .map_err(nothing)?;
     Ok((planned, held))
 }
 
 /// Load the desired file and resolve it against the current state, without ordering
-/// (`drift`): nothing but errors is printed (cron mails anything on stderr).
+/// (`drift`): nothing but errors is printed (cron mails anything on stderr). Live beside
+/// other clusters, the file's clusters are read first, as `plan` reads them.
 pub fn resolve_quietly(
     s: &Settings,
     desired: &Path,
@@ -167,6 +200,16 @@ pub fn resolve_quietly(
 ) -> Result<pipeline::Resolution, Failure> {
     let req = request(s, desired, false, &[], false);
     let mut printer = Printer { warnings: false, timings: Timings::start(s.timings) };
-    pipeline::resolve(&req, || read_state(s, state_dir, false), &mut printer)
-        .map_err(|r| refused(r, desired, what, true))
+    let nothing = |r| refused(r, desired, what, true);
+    if !scoped_read(s, state_dir, &[])? {
+        return pipeline::resolve(&req, || read_state(s, state_dir, false), &mut printer).map_err(nothing);
+    }
+    let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
+    pipeline::resolve_scoped(
+        d,
+        |clusters| scoped_state(s, clusters, false),
+        |why| read_every(s, why, false),
+        &mut printer,
+    )
+    .map_err(nothing)
 }

@@ -294,7 +294,7 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
             let journals = private_dir(&state_dir.join("journals"))?;
             let exec = Exec { journal: None, journal_dir: Some(journals.clone()), no_verify: false, quiet: true };
             let mut steps = 0;
-            let result = execute(s, &exec, plan, current, lock_dir, locks, &mut steps);
+            let result = execute(s, &exec, plan, (current, Default::default()), lock_dir, locks, &mut steps);
             report.steps_applied = steps;
             prune_journals(&journals, a.keep_journals as usize);
             result?;
@@ -317,8 +317,9 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
         // For review: a plan that deletes more than the guard allows is written (with SP005),
         // as the cycle's first plan was.
         let review = pipeline::Request { allow_mass_delete: true, ..req };
-        let pipeline::Planned { plan, current } = pipeline::plan(&review, || read_state(s, None, false), &mut printer)
-            .map_err(|r| refused(r, &desired, "the pending plan was not written", true))?;
+        let pipeline::Planned { plan, current, .. } =
+            pipeline::plan(&review, || read_state(s, None, false), &mut printer)
+                .map_err(|r| refused(r, &desired, "the pending plan was not written", true))?;
         report.pending = counts(plan.changes.iter().map(|c| Kind::of(&c.change, &current)));
         plan
     } else {

@@ -51,16 +51,22 @@ pub fn listed_clusters(s: &Settings) -> Result<Option<BTreeSet<Name>>, Failure> 
 }
 
 /// The state of `clusters` alone, live, for a plan of them (`pipeline::plan_scoped`), with the
-/// clusters slurmdbd lists beside them; progress on stderr.
-pub fn scoped_state(s: &Settings, clusters: &BTreeSet<Name>) -> Result<slurmplan::pipeline::ScopedRead, Failure> {
+/// clusters slurmdbd lists beside them; progress on stderr when `progress`.
+pub fn scoped_state(
+    s: &Settings,
+    clusters: &BTreeSet<Name>,
+    progress: bool,
+) -> Result<slurmplan::pipeline::ScopedRead, Failure> {
     let r = s.reader()?;
     let via = r.describe()?;
-    eprintln!(
-        "reading current state live through {via}: the {} cluster(s) planned ({})...",
-        clusters.len(),
-        reads_note()
-    );
-    read_live_listing(r.transport(), live::Keep::Parsed, live::Clusters::Only(clusters), true)
+    if progress {
+        eprintln!(
+            "reading current state live through {via}: the {} cluster(s) of the desired file ({})...",
+            clusters.len(),
+            reads_note()
+        );
+    }
+    read_live_listing(r.transport(), live::Keep::Parsed, live::Clusters::Only(clusters), progress)
         .map(|(_, state, unsplit, left_out)| (state, unsplit, left_out))
 }
 

@@ -89,12 +89,19 @@ pub struct Resolution {
     pub desired: Desired,
     pub current: State,
     pub resolved: Resolved,
+    /// The clusters slurmdbd holds that `current` leaves out: empty but for a scoped read
+    /// whose resolution stood for the whole state's ([`resolve_scoped`]).
+    pub unread: BTreeSet<Name>,
 }
 
 /// A plan and the current state it was made from.
 pub struct Planned {
     pub plan: Plan,
     pub current: State,
+    /// The clusters slurmdbd holds that `current` leaves out: empty but for a scoped read
+    /// whose plan stood for the whole state's ([`plan_scoped`]). Whatever replays the plan on
+    /// `current` (an apply's expected state) asks a `rules::RuleModel::scoped` of them.
+    pub unread: BTreeSet<Name>,
 }
 
 /// Times phases on the calling thread.
@@ -169,14 +176,7 @@ fn resolve_timed<E>(
             (accept(req, loaded.0, report)?, current)
         }
     };
-    let (current, unsplit) = current.map_err(Refusal::Current)?;
-    let resolved = match desired::resolve::resolve(&d, &current) {
-        Ok(r) => r,
-        Err(diags) => return Err(Refusal::Resolve { path: d.path.clone(), diags }),
-    };
-    report.warnings(Stage::Resolve, resolved.warnings.clone());
-    check_unsplit(&unsplit, &d, &resolved.managed, report)?;
-    Ok(Resolution { desired: d, current, resolved })
+    resolve_read(d, current, report)
 }
 
 /// The whole pipeline: [`resolve`], then `--target`, diff, order and the mass-delete guard.
@@ -249,7 +249,7 @@ pub fn plan_by_policy<E>(
 ) -> Result<Reconciled, Refusal<E>> {
     use plan::policy::Now;
     let lifted = Request { allow_mass_delete: true, ..*req };
-    let (Planned { plan: full, current }, resolved) = plan_resolved(&lifted, Some(desired), read, report)?;
+    let (Planned { plan: full, current, .. }, resolved) = plan_resolved(&lifted, Some(desired), read, report)?;
     let mass = (!req.allow_mass_delete)
         .then(|| full.lints.iter().find(|l| l.code == plan::lints::SP005.0))
         .flatten()
@@ -290,7 +290,7 @@ fn plan_resolved<E>(
     report: &mut dyn Report,
 ) -> Result<(Planned, Resolved), Refusal<E>> {
     let mut clock = Clock(Instant::now());
-    let Resolution { desired: d, current, resolved } = resolve_timed(req, loaded, read, report, &mut clock)?;
+    let Resolution { desired: d, current, resolved, .. } = resolve_timed(req, loaded, read, report, &mut clock)?;
     clock.lap(report, "resolve");
     let partial = match req.targets {
         [] => None,
@@ -309,7 +309,7 @@ fn plan_resolved<E>(
     if partial.is_some() {
         plan.warnings.push(TARGET_WARNING.into());
     }
-    Ok((Planned { plan, current }, resolved))
+    Ok((Planned { plan, current, unread: BTreeSet::new() }, resolved))
 }
 
 /// Diff `current` against `desired` (the resolved state, or its `--target` part), order, and
@@ -374,13 +374,13 @@ pub fn plan_scoped<E>(
         return plan_loaded(req, desired, || Ok((current, unsplit)), report);
     }
     let mut held = Held::default();
-    let why = match scoped_attempt(req, &desired, &current, &unsplit, unread, &mut held, &mut clock) {
+    let why = match scoped_attempt(req, &desired, &current, &unsplit, unread.clone(), &mut held, &mut clock) {
         Ok(planned) => {
             held.replay(report);
             if req.one_shot {
                 std::mem::forget(desired);
             }
-            return Ok(Planned { plan: planned, current });
+            return Ok(Planned { plan: planned, current, unread });
         }
         Err(why) => why,
     };
@@ -398,16 +398,10 @@ fn scoped_attempt(
     report: &mut Held,
     clock: &mut Clock,
 ) -> Result<Plan, String> {
-    let refused =
-        |_: Refusal<()>| "whether its refusal on the planned clusters alone holds on every cluster".to_string();
-    let resolved = desired::resolve::resolve(d, current).map_err(|_| {
-        "whether the desired file's errors on the planned clusters alone hold on every cluster".to_string()
-    })?;
-    report.warnings(Stage::Resolve, resolved.warnings.clone());
-    check_unsplit::<()>(unsplit, d, &resolved.managed, report).map_err(refused)?;
+    let resolved = resolve_in_scope(d, current, unsplit, report)?;
     clock.lap(report, "resolve");
     let (plan, asked) = diff_and_order::<()>(req, current, &resolved, &resolved.state, &d.hash, unread, report, clock)
-        .map_err(refused)?;
+        .map_err(|_| "whether its refusal on the planned clusters alone holds on every cluster".to_string())?;
     if req.one_shot {
         std::mem::forget(resolved);
     }
@@ -415,6 +409,81 @@ fn scoped_attempt(
         Some(q) => Err(q),
         None => Ok(plan),
     }
+}
+
+/// The desired file resolved against a state read for its clusters alone, or why that
+/// resolution may not be the whole state's: an error (it might differ, or come from another
+/// cluster too), or a row that cannot be split in the managed scope.
+fn resolve_in_scope(d: &Desired, current: &State, unsplit: &[Unsplit], report: &mut Held) -> Result<Resolved, String> {
+    let resolved = desired::resolve::resolve(d, current).map_err(|_| {
+        "whether the desired file's errors on the planned clusters alone hold on every cluster".to_string()
+    })?;
+    report.warnings(Stage::Resolve, resolved.warnings.clone());
+    check_unsplit::<()>(unsplit, d, &resolved.managed, report)
+        .map_err(|_| "whether its refusal on the planned clusters alone holds on every cluster".to_string())?;
+    Ok(resolved)
+}
+
+/// [`resolve`] of a desired file already loaded by [`load`], reading first only its clusters
+/// (after `--cluster`), as [`plan_scoped`] does, for the reports that stop at the diff
+/// (`drift`): the resolution of that read stands when [`resolve_in_scope`] finds nothing an
+/// unread cluster could change, the file drops no managed QoS (whether another cluster still
+/// uses it decides an error) and every account record it declares is of an account on a
+/// cluster read (`--cluster` leaves clusters of the file out, not the records declared under
+/// them, and the diff changes a record through any cluster holding the account). A plan's
+/// model asks both questions itself; here no planner runs to ask them. Otherwise `read_whole(why)`
+/// reads every cluster and the file is resolved again from that (nothing of the first attempt
+/// is reported). Its diff is the whole state's diff: the clusters the file does not declare
+/// are copied unchanged into the resolved state, so they differ in nothing.
+pub fn resolve_scoped<E>(
+    desired: Desired,
+    read_scope: impl FnOnce(&BTreeSet<Name>) -> Result<ScopedRead, E>,
+    read_whole: impl FnOnce(&str) -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Resolution, Refusal<E>> {
+    let scope: BTreeSet<Name> = desired.clusters.keys().cloned().collect();
+    let mut clock = Clock(Instant::now());
+    let (current, unsplit, unread) = read_scope(&scope).map_err(Refusal::Current)?;
+    clock.lap(report, "read current state (the clusters of the desired file)");
+    if unread.is_empty() {
+        return resolve_read(desired, Ok((current, unsplit)), report);
+    }
+    let mut held = Held::default();
+    let attempt = resolve_in_scope(&desired, &current, &unsplit, &mut held).and_then(|resolved| {
+        let on_no_cluster_read = |a: &&Name| !resolved.state.clusters.values().any(|c| c.accounts.contains(a.as_str()));
+        if let Some(q) = current.qos.keys().find(|q| !resolved.state.qos.contains_key(*q)) {
+            Err(format!("whether another cluster uses QoS `{q}`, which the desired file drops"))
+        } else if let Some(a) = desired.accounts.keys().find(on_no_cluster_read) {
+            Err(format!("the clusters holding account `{a}`, whose record the desired file declares"))
+        } else {
+            Ok(resolved)
+        }
+    });
+    let why = match attempt {
+        Ok(resolved) => {
+            held.replay(report);
+            return Ok(Resolution { desired, current, resolved, unread });
+        }
+        Err(why) => why,
+    };
+    drop((current, unsplit));
+    resolve_read(desired, read_whole(&why), report)
+}
+
+/// Resolve a loaded desired file against a state already read.
+fn resolve_read<E>(
+    d: Desired,
+    read: Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+) -> Result<Resolution, Refusal<E>> {
+    let (current, unsplit) = read.map_err(Refusal::Current)?;
+    let resolved = match desired::resolve::resolve(&d, &current) {
+        Ok(r) => r,
+        Err(diags) => return Err(Refusal::Resolve { path: d.path.clone(), diags }),
+    };
+    report.warnings(Stage::Resolve, resolved.warnings.clone());
+    check_unsplit(&unsplit, &d, &resolved.managed, report)?;
+    Ok(Resolution { desired: d, current, resolved, unread: BTreeSet::new() })
 }
 
 /// What a scoped attempt reports, held until it is known to stand.
