@@ -438,10 +438,10 @@ fn doctor_repairs_a_dangling_default_account() {
 /// desired file whose plan is empty.
 /// On a bed holding other clusters (`testcl`, `testcl2`, and those of the other tests), a plan
 /// of one cluster that asks nothing of the others is made from that cluster's reads alone, and
-/// is byte for byte the plan of the whole read (`SLURMPLAN_READ_ALL_CLUSTERS=1`); one that
-/// asks (removing the last row here of a user whose name has a `_`: does the user keep rows
-/// elsewhere, else what does the `LIKE` pattern match) says so and reads every cluster. Both
-/// applied converge.
+/// is byte for byte the plan of the whole read (`SLURMPLAN_READ_ALL_CLUSTERS=1`), and so is
+/// its drift report and `apply -d`'s plan; one that asks (removing the last row here of a user
+/// whose name has a `_`: does the user keep rows elsewhere, else what does the `LIKE` pattern
+/// match) says so and reads every cluster. Both applied converge.
 #[test]
 #[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn a_plan_of_one_cluster_reads_it_alone_and_is_the_whole_plan() {
@@ -467,12 +467,27 @@ fn a_plan_of_one_cluster_reads_it_alone_and_is_the_whole_plan() {
     // a limit change: this cluster alone
     let d = site.desired(&yaml(20, "su1, su2, s_u4"));
     let (scoped, whole) = (plan(&d, false), plan(&d, true));
-    assert!(scoped.stderr.contains("the 1 cluster(s) planned"), "{}", scoped.stderr);
+    assert!(scoped.stderr.contains("the 1 cluster(s) of the desired file"), "{}", scoped.stderr);
     assert!(!scoped.stderr.contains("reading every cluster"), "{}", scoped.stderr);
-    assert!(!whole.stderr.contains("the 1 cluster(s) planned"), "{}", whole.stderr);
+    assert!(!whole.stderr.contains("the 1 cluster(s) of the desired file"), "{}", whole.stderr);
     assert!(scoped.stdout.contains("\"Fairshare=20\""), "{}", scoped.stdout);
     assert_eq!(scoped.stdout, whole.stdout);
-    site.converge(&yaml(20, "su1, su2, s_u4"));
+    // `drift` reads the same way and reports the same
+    let drift = |whole: bool| {
+        let mut cmd = slurmplan_on_bed(&["drift", "-d", dir_str(&d), "--format", "json"]);
+        if whole {
+            cmd.env("SLURMPLAN_READ_ALL_CLUSTERS", "1");
+        }
+        run(&mut cmd)
+    };
+    let (scoped, whole) = (drift(false), drift(true));
+    assert_eq!((scoped.code, whole.code), (2, 2), "{}\n{}", scoped.stdout, scoped.stderr);
+    assert!(scoped.stdout.contains("Fairshare") || scoped.stdout.contains("fairshare"), "{}", scoped.stdout);
+    assert_eq!(scoped.stdout, whole.stdout);
+    // `apply -d` too: its plan stands on this cluster's read, and it verifies in that model
+    let applied = site.converge(&yaml(20, "su1, su2, s_u4"));
+    assert!(applied.stderr.contains("the 1 cluster(s) of the desired file"), "{}", applied.stderr);
+    assert!(!applied.stderr.contains("reading every cluster"), "{}", applied.stderr);
     // a new user (this cluster alone decides how it is added) and a user's removal: every
     // cluster is read
     let d = site.desired(&yaml(20, "su1, su2, su3"));
