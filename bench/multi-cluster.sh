@@ -3,10 +3,11 @@
 # (`c1`..`cN`), each seeded once with a `slurmplan-gen` site applied by slurmplan itself. Then, in
 # one run and in rounds that alternate the order of the commands, times the bare sacctmgr reads
 # (all clusters in one call, `cluster=big`, each cluster one after another, `onlydefaults`) and
-# the live no-change plans of `big` alone (one.yaml) and of every cluster (all.yaml), and prints
+# the live no-change plans of `big` alone (one.yaml) and of every cluster (all.yaml) and the drift
+# report of `big` alone, and prints
 # the medians, each plan's ratio to the slowest single read it needs, and a markdown table.
-# With SP_BASE=/path/to/other/slurmplan, every round also times both plans with that build and
-# the table gives new/base.
+# With SP_BASE=/path/to/other/slurmplan, every round also times both plans and the drift report
+# with that build and the table gives new/base.
 # Each site: `slurmplan-gen --drift 0` with N/20 accounts, N/5 users and N user associations
 # (N = BIG_ASSOCS or SMALL_ASSOCS); account names repeat across clusters, as on real sites. Each
 # cluster gets its own --seed, which a --drift 0 site does not depend on. Reads "all clusters"
@@ -155,6 +156,9 @@ all_rows=$(sm -n -P show assoc wopl withrawqos "format=$ASSOC_FMT" | wc -l)
 plan() { # plan BINARY DESIRED
   "$1" --sacctmgr "$S" --timeout 1200 --color never plan -d "$2" --format json --detailed-exitcode
 }
+drift() { # drift BINARY DESIRED (exit 0: in sync)
+  "$1" --sacctmgr "$S" --timeout 1200 --color never drift -d "$2" --format json
+}
 check_empty() { # check_empty BINARY DESIRED
   local rc=0
   plan "$1" "$2" >"$work/check.json" 2>"$work/check.err" || rc=$?
@@ -192,11 +196,13 @@ unit() { # unit NAME: one timed command (or, for `each`, the per-cluster reads i
     plan_all) tm plan_all plan "$SP" "$work/all.yaml" ;;
     base_one) tm base_one plan "$base" "$work/one.yaml" ;;
     base_all) tm base_all plan "$base" "$work/all.yaml" ;;
+    drift_one) tm drift_one drift "$SP" "$work/one.yaml" ;;
+    base_drift_one) tm base_drift_one drift "$base" "$work/one.yaml" ;;
     *) die "unknown unit $1" ;;
   esac
 }
-units=(assoc_all each od_all od_big plan_one plan_all)
-[ -z "$base" ] || units+=(base_one base_all)
+units=(assoc_all each od_all od_big plan_one plan_all drift_one)
+[ -z "$base" ] || units+=(base_one base_all base_drift_one)
 nu=${#units[@]}
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq 1 "$runs"); do
@@ -239,7 +245,7 @@ row() { # row LABEL MEDIAN [NEW-LABEL FLOOR]
   local line="| $1 | $2 |"
   if [ -n "$base" ]; then
     if [ -n "${3:-}" ]; then
-      local b=${med[base_${3#plan_}]}
+      local b=${med[base_${3#plan_}]} # plan_one -> base_one, drift_one -> base_drift_one
       line+=" $b | $(ratio "$2" "$b") |"
     else
       line+=" | |"
@@ -262,6 +268,7 @@ row "show assoc onlydefaults, all clusters" "${med[od_all]}"
 row "show assoc onlydefaults cluster=big" "${med[od_big]}"
 row "slurmplan plan one.yaml (big, no change)" "${med[plan_one]}" plan_one "$floor_one"
 row "slurmplan plan all.yaml (every cluster, no change)" "${med[plan_all]}" plan_all "$floor_all"
+row "slurmplan drift one.yaml (big, in sync)" "${med[drift_one]}" drift_one "$floor_one"
 echo
 echo "one.yaml: / max(show assoc cluster=big, onlydefaults cluster=big) = $floor_one s;" \
   "all.yaml: / the slowest per-cluster read (show assoc cluster=$slowest) = $floor_all s."
