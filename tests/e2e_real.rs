@@ -439,9 +439,11 @@ fn doctor_repairs_a_dangling_default_account() {
 /// On a bed holding other clusters (`testcl`, `testcl2`, and those of the other tests), a plan
 /// of one cluster that asks nothing of the others is made from that cluster's reads alone, and
 /// is byte for byte the plan of the whole read (`SLURMPLAN_READ_ALL_CLUSTERS=1`), and so is
-/// its drift report and `apply -d`'s plan; one that asks (removing the last row here of a user
-/// whose name has a `_`: does the user keep rows elsewhere, else what does the `LIKE` pattern
-/// match) says so and reads every cluster. Both applied converge.
+/// its drift report and `apply -d`'s plan. One that asks whether users have associations
+/// elsewhere reads those users' associations by name and plans again: onboarding by `load`
+/// stands so; removing the last row here of a user whose name has a `_` and who keeps none
+/// elsewhere then asks what the `LIKE` pattern matches, says so and reads every cluster. Each
+/// applied converges.
 #[test]
 #[ignore = "needs a real slurmdbd: scripts/slurm-testbed up DIR; . DIR/env; cargo test --test e2e_real -- --ignored"]
 fn a_plan_of_one_cluster_reads_it_alone_and_is_the_whole_plan() {
@@ -492,15 +494,47 @@ fn a_plan_of_one_cluster_reads_it_alone_and_is_the_whole_plan() {
     // cluster is read
     let d = site.desired(&yaml(20, "su1, su2, su3"));
     let (scoped, whole) = (plan(&d, false), plan(&d, true));
+    // (whether `s_u4` keeps rows elsewhere is read by name; it keeps none, so the `LIKE`
+    // pattern of its removal is checked against every name of every cluster)
+    assert!(scoped.stderr.contains("reading the associations of"), "{}", scoped.stderr);
     assert!(
-        scoped.stderr.contains(
-            "reading every cluster: the plan depends on whether user `s_u4` keeps associations on another cluster"
-        ),
+        scoped
+            .stderr
+            .contains("reading every cluster: the plan depends on the names on other clusters that `s_u4` matches"),
         "{}",
         scoped.stderr
     );
     assert_eq!(scoped.stdout, whole.stdout);
     site.converge(&yaml(20, "su1, su2, su3"));
+    // onboarding a project of 24 new users by `load`, one of them already known on another
+    // cluster (`testcl`): whether each has associations elsewhere is read by name (one call),
+    // not by reading every cluster, and the plan is the whole read's (the known user is added,
+    // not created by the load)
+    let tag = std::process::id() % 10000;
+    let known = format!("ob{tag}k");
+    seed(&["add", "user", &known, "account=root", "cluster=testcl"]);
+    let mut users: Vec<String> = (0..23).map(|i| format!("ob{tag}u{i}")).collect();
+    users.push(known.clone());
+    // (a new account: `load` creates only accounts no cluster holds, and earlier runs of this
+    // test on the bed hold theirs)
+    let onboard = format!(
+        "{}      ob{tag}p:\n        parent: root\n        users: [{}]\n",
+        yaml(20, "su1, su2, su3"),
+        users.join(", ")
+    );
+    let d = site.desired(&onboard);
+    let (scoped, whole) = (plan(&d, false), plan(&d, true));
+    assert!(
+        scoped.stderr.contains("reading the associations of 24 user(s) on every cluster (1 call(s))"),
+        "{}\n{}",
+        scoped.stderr,
+        scoped.stdout
+    );
+    assert!(!scoped.stderr.contains("reading every cluster"), "{}", scoped.stderr);
+    assert!(scoped.stdout.contains("\"load\""), "{}", scoped.stdout);
+    assert_eq!(scoped.stdout, whole.stdout);
+    let applied = site.converge(&onboard);
+    assert!(!applied.stderr.contains("reading every cluster"), "{}", applied.stderr);
 }
 
 #[test]

@@ -1367,18 +1367,21 @@ default u1 p0
 /// What planning one cluster of a two-cluster pair from that cluster alone gave.
 #[derive(Debug, PartialEq, Eq)]
 enum ScopedOutcome {
-    /// The scoped plan asked nothing of the other cluster, and it is the whole plan, byte for byte.
-    Stood { steps: usize },
+    /// The scoped plan asked nothing more of the other cluster, and it is the whole plan, byte
+    /// for byte; `users_read`: it asked about users first, whose associations were then read.
+    Stood { steps: usize, users_read: bool },
     /// It asked something of the other cluster (or was refused): the whole read is taken.
     FellBack,
 }
 
 /// `plan --cluster C` on a two-cluster site, made from the whole state and from cluster C's
-/// read alone (`pipeline::plan_scoped`'s attempt; the other cluster as the resolved desired
-/// state has it: copied from the current one). A scoped plan that asked nothing of the other
-/// cluster must be the whole plan, byte for byte, in its plan file.
+/// read alone (`pipeline::plan_scoped`'s attempts; the other cluster as the resolved desired
+/// state has it: copied from the current one). When the scoped plan asks about some users, their
+/// associations on the other cluster are read (here: looked up in the whole state, as the
+/// filtered read answers) and it plans again, as the pipeline does. A scoped plan that asked
+/// nothing more of the other cluster must be the whole plan, byte for byte, in its plan file.
 fn scoped_plan_matches(current: &State, desired: &State, scope: &Name) -> Result<ScopedOutcome, String> {
-    use slurmplan::plan::{Covers, diff_states_scoped, file, order_scoped};
+    use slurmplan::plan::{Covers, PastScope, Unread, diff_states_scoped, file, order_scoped};
     let others: BTreeSet<Name> = current.clusters.keys().filter(|c| *c != scope).cloned().collect();
     let mut whole_desired = desired.clone();
     for o in &others {
@@ -1392,19 +1395,36 @@ fn scoped_plan_matches(current: &State, desired: &State, scope: &Name) -> Result
         s
     };
     let (scoped_current, scoped_desired) = (only(current), only(&whole_desired));
-    let plan_of = |current: &State, desired: &State, unread: BTreeSet<Name>| {
+    let plan_of = |current: &State, desired: &State, unread: Unread| {
         order_scoped(diff_states_scoped(current, desired, Covers::Managed(&managed), unread), current, desired, "x")
     };
-    let plan = match plan_of(&scoped_current, &scoped_desired, others) {
-        Ok((plan, None)) => plan,
-        Ok((_, Some(_))) | Err(_) => return Ok(ScopedOutcome::FellBack),
+    let mut unread = Unread::clusters(others.clone());
+    let mut rounds = 0;
+    let plan = loop {
+        match plan_of(&scoped_current, &scoped_desired, unread.clone()) {
+            Ok((plan, past)) if past.is_empty() => break plan,
+            Ok((_, PastScope { whole: None, users, .. }))
+                if rounds < slurmplan::pipeline::USER_ROUNDS
+                    && users.iter().all(|u| slurmplan::sacctmgr::reads::filterable_user(u.as_str())) =>
+            {
+                rounds += 1;
+                for u in users {
+                    let elsewhere = others.iter().any(|o| current.clusters[o].users.keys().any(|k| k.user == u));
+                    if elsewhere {
+                        unread.users_elsewhere.insert(u.clone());
+                    }
+                    unread.users_asked.insert(u);
+                }
+            }
+            Ok(_) | Err(_) => return Ok(ScopedOutcome::FellBack),
+        }
     };
-    match plan_of(current, &whole_desired, BTreeSet::new()) {
-        Ok((w, None)) if file::to_json(&w) == file::to_json(&plan) => {
-            Ok(ScopedOutcome::Stood { steps: plan.steps.len() })
+    match plan_of(current, &whole_desired, Unread::default()) {
+        Ok((w, past)) if past.is_empty() && file::to_json(&w) == file::to_json(&plan) => {
+            Ok(ScopedOutcome::Stood { steps: plan.steps.len(), users_read: rounds > 0 })
         }
         Ok((w, _)) => Err(format!(
-            "scope {scope}: the scoped plan differs from the whole plan\nscoped:\n{}\nwhole:\n{}\ncurrent:\n{}\ndesired:\n{}",
+            "scope {scope}: the scoped plan (after {rounds} reads of users) differs from the whole plan\nscoped:\n{}\nwhole:\n{}\ncurrent:\n{}\ndesired:\n{}",
             file::to_json(&plan),
             file::to_json(&w),
             describe(current),
@@ -1494,20 +1514,28 @@ fn scoped_plans_stand_with_steps_and_fall_back_when_they_ask() {
         x ^= x << 17;
         x
     };
-    let (mut stood_with_steps, mut stood_empty, mut fell_back) = (0, 0, 0);
+    let (mut stood_with_steps, mut stood_empty, mut fell_back, mut users_read) = (0, 0, 0, 0);
     for _ in 0..2500 {
         let cur: Vec<u8> = (0..400).map(|_| next() as u8).collect();
         let des: Vec<u8> = (0..200).map(|_| next() as u8).collect();
         for o in scoped_outcomes(&(cur, des)).unwrap_or_else(|e| panic!("{e}")) {
             match o {
-                ScopedOutcome::Stood { steps: 0 } => stood_empty += 1,
-                ScopedOutcome::Stood { .. } => stood_with_steps += 1,
+                ScopedOutcome::Stood { steps: 0, .. } => stood_empty += 1,
+                ScopedOutcome::Stood { users_read: read, .. } => {
+                    stood_with_steps += 1;
+                    users_read += read as usize;
+                }
                 ScopedOutcome::FellBack => fell_back += 1,
             }
         }
     }
-    eprintln!("scoped plans: {stood_with_steps} stood with steps, {stood_empty} stood empty, {fell_back} fell back");
-    assert!(stood_with_steps > 50 && fell_back > 50, "{stood_with_steps} stood with steps, {fell_back} fell back");
+    eprintln!(
+        "scoped plans: {stood_with_steps} stood with steps ({users_read} after reading users), {stood_empty} stood empty, {fell_back} fell back"
+    );
+    assert!(
+        stood_with_steps > 50 && users_read > 50 && fell_back > 50,
+        "{stood_with_steps} stood with steps ({users_read} after reading users), {fell_back} fell back"
+    );
 }
 
 /// Found by `.ci/run`'s 4000 cases on 2026-12-07: an account swaps from the inherited `normal`

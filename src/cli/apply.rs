@@ -137,7 +137,7 @@ pub fn run(s: &Settings, a: ApplyArgs) -> Outcome {
                 .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
             }
             refuse_unsound(path, &plan, &current)?;
-            execute(s, &Exec::of(&a), plan, (current, BTreeSet::new()), lock_dir, _locks, &mut 0)
+            execute(s, &Exec::of(&a), plan, (current, Default::default()), lock_dir, _locks, &mut 0)
         }
         (None, Some(d)) => {
             // Load, lock, then read once: the desired file is parsed once, its clusters (after
@@ -246,9 +246,9 @@ impl Exec {
     }
 }
 
-/// The state a plan was made from, and the clusters slurmdbd holds that it leaves out (empty
-/// but for a scoped read: `pipeline::Planned::unread`).
-pub type Current = (slurmplan::model::State, BTreeSet<Name>);
+/// The state a plan was made from, and what is known of the clusters slurmdbd holds that it
+/// leaves out (nothing but for a scoped read: `pipeline::Planned::unread`).
+pub type Current = (slurmplan::model::State, plan::Unread);
 
 /// Run `plan` under `locks`, journalled, and verify; `applied` gets the number of steps that
 /// ran to success.
@@ -339,7 +339,7 @@ fn run_steps(
     a: &Exec,
     writer: &mut dyn apply::writer::Writer,
     plan: &Plan,
-    (current, unread): (&slurmplan::model::State, &BTreeSet<Name>),
+    (current, unread): (&slurmplan::model::State, &plan::Unread),
     journal: &mut Journal,
     locks: &lock::Locks,
     applied: &mut usize,

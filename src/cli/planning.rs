@@ -14,7 +14,7 @@ use slurmplan::{pipeline, plan};
 
 use super::print::{failed, print_diags};
 use super::settings::Settings;
-use super::state::{listed_clusters, read_state, scoped_state};
+use super::state::{listed_clusters, read_state, scoped_state, users_seen};
 use super::timings::Timings;
 use super::{EXIT_ERROR, EXIT_USAGE, Failure};
 
@@ -122,6 +122,7 @@ pub fn build_plan(
         &req,
         d,
         |clusters| scoped_state(s, clusters, true),
+        |users| users_seen(s, users, true),
         |why| read_every(s, why, true),
         &mut printer,
     )
@@ -179,6 +180,7 @@ pub fn build_plan_locked<L>(
             &req,
             d,
             |clusters| scoped_state(s, clusters, true),
+            |users| users_seen(s, users, true),
             |why| read_every(s, why, true),
             &mut printer,
         )

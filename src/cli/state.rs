@@ -70,6 +70,25 @@ pub fn scoped_state(
         .map(|(_, state, unsplit, left_out)| (state, unsplit, left_out))
 }
 
+/// The (cluster, user) pairs of the associations of `users` on every cluster, live (a plan of
+/// some clusters asks it of the users it would otherwise read every cluster for); progress on
+/// stderr when `progress`.
+pub fn users_seen(s: &Settings, users: &[String], progress: bool) -> Result<slurmplan::pipeline::UsersSeen, Failure> {
+    let r = s.reader()?;
+    if progress {
+        eprintln!(
+            "reading the associations of {} user(s) on every cluster ({} call(s))...",
+            users.len(),
+            users.len().div_ceil(live::USERS_PER_CALL)
+        );
+    }
+    live::users_seen(r.transport(), users).map_err(|e| {
+        Failure::new("cannot read the clusters holding the users the plan asks about")
+            .cause(e.to_string())
+            .hint("check that slurmdbd is up; SLURMPLAN_READ_ALL_CLUSTERS=1 reads every cluster instead")
+    })
+}
+
 /// What a live read of the state takes, for the progress line: the reads taken once, those
 /// taken per cluster, and how many run at once.
 fn reads_note() -> String {

@@ -20,7 +20,7 @@ use outcome::{Outcome, tail};
 use slurmplan_diff::{self as diff, Change};
 use slurmplan_model::{Name, State};
 use slurmplan_plan::{Plan, Step};
-use slurmplan_rules::RuleModel;
+use slurmplan_rules::{RuleModel, Unread};
 use slurmplan_sacctmgr::command::Command;
 
 /// Progress callbacks (the cli implements them with a bar or plain lines).
@@ -151,11 +151,11 @@ pub fn execute(
 }
 
 /// The state the plan should produce from `current` (the simulator replaying its steps).
-/// `unread`: the clusters slurmdbd holds that `current` leaves out (a scoped read; empty for a
-/// whole one). `None` if the steps do not replay (the plan does not fit this state), or if
+/// `unread`: what is known of the clusters slurmdbd holds that `current` leaves out (a scoped
+/// read; nothing for a whole one). `None` if the steps do not replay (the plan does not fit this state), or if
 /// replaying them asked what only an unread cluster could answer (`RuleModel::scoped`: a plan
 /// made from that state asked nothing of the kind, so this is a slurmplan bug).
-pub fn expected_state(current: &State, unread: &BTreeSet<Name>, plan: &Plan) -> Option<State> {
+pub fn expected_state(current: &State, unread: &Unread, plan: &Plan) -> Option<State> {
     let mut sim = RuleModel::scoped(current.clone(), unread.clone());
     for s in &plan.steps {
         sim.apply(&s.command).ok()?;
@@ -221,7 +221,12 @@ mod tests {
     /// A transport that cannot start sacctmgr, as exec fails with E2BIG on a word past 128 KiB.
     struct TooLong;
     impl Transport for TooLong {
-        fn read(&self, _: &Read, _: Option<&str>, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        fn read(
+            &self,
+            _: &Read,
+            _: slurmplan_sacctmgr::reads::Filter<'_>,
+            _: &mut dyn FnMut(&[u8]),
+        ) -> Result<Output, RunError> {
             self.run(&[], None)
         }
         fn run(&self, _: &[String], _: Option<&[u8]>) -> Result<Output, RunError> {
@@ -283,7 +288,7 @@ mod tests {
     fn verification_is_limited_to_what_the_plan_acts_on() {
         let (current, plan) = site_a();
         assert!(!plan.steps.is_empty());
-        let expected = expected_state(&current, &BTreeSet::new(), &plan).unwrap();
+        let expected = expected_state(&current, &Unread::default(), &plan).unwrap();
         assert!(unconverged(&expected, &expected, &plan).is_empty());
 
         let mut after = expected.clone();
@@ -306,7 +311,12 @@ mod tests {
     /// Counts the commands it is asked to run; every one succeeds.
     struct Counting(std::sync::atomic::AtomicUsize);
     impl Transport for Counting {
-        fn read(&self, _: &Read, _: Option<&str>, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        fn read(
+            &self,
+            _: &Read,
+            _: slurmplan_sacctmgr::reads::Filter<'_>,
+            _: &mut dyn FnMut(&[u8]),
+        ) -> Result<Output, RunError> {
             self.run(&[], None)
         }
         fn run(&self, _args: &[String], _stdin: Option<&[u8]>) -> Result<Output, RunError> {

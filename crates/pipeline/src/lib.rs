@@ -19,7 +19,7 @@ use slurmplan_desired::{self as desired, Desired, resolve::Resolved};
 use slurmplan_diag::Diagnostic;
 use slurmplan_diff::{Action, Change};
 use slurmplan_model::{Name, NameError, NameKind, State};
-use slurmplan_plan::{self as plan, Plan, PlanError, target::TargetError};
+use slurmplan_plan::{self as plan, PastScope, Plan, PlanError, Unread, target::TargetError};
 use slurmplan_sacctmgr::parse::Unsplit;
 
 /// The warning a targeted plan carries (and the banner the caller prints with it).
@@ -98,10 +98,11 @@ pub struct Resolution {
 pub struct Planned {
     pub plan: Plan,
     pub current: State,
-    /// The clusters slurmdbd holds that `current` leaves out: empty but for a scoped read
-    /// whose plan stood for the whole state's ([`plan_scoped`]). Whatever replays the plan on
-    /// `current` (an apply's expected state) asks a `rules::RuleModel::scoped` of them.
-    pub unread: BTreeSet<Name>,
+    /// What is known of the clusters slurmdbd holds that `current` leaves out: nothing but for
+    /// a scoped read whose plan stood for the whole state's ([`plan_scoped`]). Whatever replays
+    /// the plan on `current` (an apply's expected state) replays it in a
+    /// `rules::RuleModel::scoped` of it.
+    pub unread: Unread,
 }
 
 /// Times phases on the calling thread.
@@ -302,20 +303,20 @@ fn plan_resolved<E>(
     };
     let desired = partial.as_ref().unwrap_or(&resolved.state);
     let (mut plan, _) =
-        diff_and_order(req, &current, &resolved, desired, &d.hash, BTreeSet::new(), report, &mut clock)?;
+        diff_and_order(req, &current, &resolved, desired, &d.hash, Unread::default(), report, &mut clock)?;
     if req.one_shot {
         std::mem::forget(d);
     }
     if partial.is_some() {
         plan.warnings.push(TARGET_WARNING.into());
     }
-    Ok((Planned { plan, current, unread: BTreeSet::new() }, resolved))
+    Ok((Planned { plan, current, unread: Unread::default() }, resolved))
 }
 
 /// Diff `current` against `desired` (the resolved state, or its `--target` part), order, and
-/// hold the plan to the mass-delete guard. `unread`: the clusters slurmdbd holds that
-/// `current` leaves out (a scoped read); the question the plan then asked of them, if any, is
-/// returned beside it.
+/// hold the plan to the mass-delete guard. `unread`: what is known of the clusters slurmdbd
+/// holds that `current` leaves out (a scoped read); the questions the plan then asked of them
+/// are returned beside it.
 #[allow(clippy::too_many_arguments)]
 fn diff_and_order<E>(
     req: &Request,
@@ -323,10 +324,10 @@ fn diff_and_order<E>(
     resolved: &Resolved,
     desired: &State,
     desired_hash: &str,
-    unread: BTreeSet<Name>,
+    unread: Unread,
     report: &mut dyn Report,
     clock: &mut Clock,
-) -> Result<(Plan, Option<String>), Refusal<E>> {
+) -> Result<(Plan, PastScope), Refusal<E>> {
     let diffed = plan::diff_states_scoped(current, desired, plan::Covers::Managed(&resolved.managed), unread);
     clock.lap(report, "diff");
     let (planned, managed) = std::thread::scope(|s| {
@@ -347,19 +348,32 @@ fn diff_and_order<E>(
 /// were left out.
 pub type ScopedRead = (State, Vec<Unsplit>, BTreeSet<Name>);
 
+/// The (cluster, user) pairs of the associations of some users on every cluster: what a
+/// caller's `read_users` gives [`plan_scoped`].
+pub type UsersSeen = BTreeSet<(String, String)>;
+
+/// How many times [`plan_scoped`] plans again after reading users' associations, and how many
+/// users it reads so in all; past either, it reads every cluster.
+pub const USER_ROUNDS: usize = 3;
+pub const USERS_ASKED_AT_MOST: usize = 4096;
+
 /// [`plan_loaded`] that first reads only the desired file's clusters (after `--cluster`):
 /// `read_scope(clusters)` reads them. When no other cluster exists, or the plan from that read
 /// asked nothing whose answer could depend on another cluster (`rules::RuleModel::scoped`;
 /// resolving asks one only of a managed QoS the file drops, whose deletion the plan then holds
 /// and the model asks about), and nothing was refused, that plan is the plan of the whole state
-/// by construction, and it is the result.
+/// by construction, and it is the result. When all it asked is about some users (does one
+/// have, or keep, associations on another cluster), `read_users(names)` reads those users'
+/// associations on every cluster and the plan is made again with the answers (at most
+/// [`USER_ROUNDS`] times, [`USERS_ASKED_AT_MOST`] users in all, names sacctmgr can filter on).
 /// Otherwise `read_whole(why)` reads every cluster and the plan is made again from that, as
-/// [`plan_loaded`] would (nothing of the first attempt is reported). `--target` plans take
-/// the whole read at once. docs/decisions.md, "Reads scoped to the plan's clusters".
+/// [`plan_loaded`] would (nothing of the attempts is reported). `--target` plans take the
+/// whole read at once. docs/decisions.md, "Reads scoped to the plan's clusters".
 pub fn plan_scoped<E>(
     req: &Request,
     desired: Desired,
     read_scope: impl FnOnce(&BTreeSet<Name>) -> Result<ScopedRead, E>,
+    mut read_users: impl FnMut(&[String]) -> Result<UsersSeen, E>,
     read_whole: impl FnOnce(&str) -> Result<(State, Vec<Unsplit>), E>,
     report: &mut dyn Report,
 ) -> Result<Planned, Refusal<E>> {
@@ -373,19 +387,53 @@ pub fn plan_scoped<E>(
     if unread.is_empty() {
         return plan_loaded(req, desired, || Ok((current, unsplit)), report);
     }
-    let mut held = Held::default();
-    let why = match scoped_attempt(req, &desired, &current, &unsplit, unread.clone(), &mut held, &mut clock) {
-        Ok(planned) => {
-            held.replay(report);
-            if req.one_shot {
-                std::mem::forget(desired);
+    let mut unread = Unread::clusters(unread);
+    let mut round = 0;
+    let why = loop {
+        let mut held = Held::default();
+        let users = match scoped_attempt(req, &desired, &current, &unsplit, unread.clone(), &mut held, &mut clock) {
+            Ok(planned) => {
+                held.replay(report);
+                if req.one_shot {
+                    std::mem::forget(desired);
+                }
+                return Ok(Planned { plan: planned, current, unread });
             }
-            return Ok(Planned { plan: planned, current, unread });
+            Err(Fallback::Whole(why)) => break why,
+            Err(Fallback::Users { users, first }) => {
+                round += 1;
+                let names: Vec<String> = users.iter().map(|u| u.as_str().to_string()).collect();
+                let total = unread.users_asked.len() + names.len();
+                if round > USER_ROUNDS
+                    || total > USERS_ASKED_AT_MOST
+                    || !names.iter().all(|n| slurmplan_sacctmgr::reads::filterable_user(n))
+                {
+                    break first;
+                }
+                (users, names)
+            }
+        };
+        let seen = read_users(&users.1).map_err(Refusal::Current)?;
+        clock.lap(report, "read the associations of the users asked about, on every cluster");
+        let by_name: BTreeMap<&str, &Name> = users.0.iter().map(|u| (u.as_str(), u)).collect();
+        for (cluster, user) in &seen {
+            if !current.clusters.keys().any(|c| c.as_str() == cluster)
+                && let Some(u) = by_name.get(user.as_str())
+            {
+                unread.users_elsewhere.insert((*u).clone());
+            }
         }
-        Err(why) => why,
+        unread.users_asked.extend(users.0);
     };
     drop((current, unsplit));
     plan_loaded(req, desired, || read_whole(&why), report)
+}
+
+/// Why a scoped attempt does not stand: a question only every cluster answers (or a refusal),
+/// or questions about these users, the first of them in words.
+enum Fallback {
+    Whole(String),
+    Users { users: BTreeSet<Name>, first: String },
 }
 
 /// The plan of a scoped read, or why it cannot stand for the plan of the whole state.
@@ -394,20 +442,23 @@ fn scoped_attempt(
     d: &Desired,
     current: &State,
     unsplit: &[Unsplit],
-    unread: BTreeSet<Name>,
+    unread: Unread,
     report: &mut Held,
     clock: &mut Clock,
-) -> Result<Plan, String> {
-    let resolved = resolve_in_scope(d, current, unsplit, report)?;
+) -> Result<Plan, Fallback> {
+    let resolved = resolve_in_scope(d, current, unsplit, report).map_err(Fallback::Whole)?;
     clock.lap(report, "resolve");
     let (plan, asked) = diff_and_order::<()>(req, current, &resolved, &resolved.state, &d.hash, unread, report, clock)
-        .map_err(|_| "whether its refusal on the planned clusters alone holds on every cluster".to_string())?;
+        .map_err(|_| {
+            Fallback::Whole("whether its refusal on the planned clusters alone holds on every cluster".into())
+        })?;
     if req.one_shot {
         std::mem::forget(resolved);
     }
     match asked {
-        Some(q) => Err(q),
-        None => Ok(plan),
+        PastScope { first: None, .. } => Ok(plan),
+        PastScope { whole: Some(why), .. } => Err(Fallback::Whole(why)),
+        PastScope { first: Some(first), users, whole: None } => Err(Fallback::Users { users, first }),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod onboard;
 pub mod policy;
 pub mod target;
 pub mod undo;
+pub use slurmplan_rules::{PastScope, Unread};
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -213,13 +214,14 @@ enum Covered {
 /// is slower to change and free (its memory is another thread's, and every change and free
 /// of it goes through the allocator's slow path).
 pub fn diff_states(current: &State, desired: &State, covers: Covers) -> Diffed {
-    diff_states_scoped(current, desired, covers, BTreeSet::new())
+    diff_states_scoped(current, desired, covers, Unread::default())
 }
 
-/// [`diff_states`] of a current state read for some clusters only, `unread` being the clusters
-/// slurmdbd holds that it leaves out: the planner's model is [`RuleModel::scoped`], and
-/// [`order_scoped`] says whether the plan looked past the clusters read.
-pub fn diff_states_scoped(current: &State, desired: &State, covers: Covers, unread: BTreeSet<Name>) -> Diffed {
+/// [`diff_states`] of a current state read for some clusters only, `unread` saying what is
+/// known of the clusters slurmdbd holds that it leaves out: the planner's model is
+/// [`RuleModel::scoped`], and [`order_scoped`] says whether the plan looked past the clusters
+/// read.
+pub fn diff_states_scoped(current: &State, desired: &State, covers: Covers, unread: Unread) -> Diffed {
     std::thread::scope(|s| {
         let changes = s.spawn(|| diff::diff(current, desired));
         let sim = RuleModel::scoped(current.clone(), unread);
@@ -236,15 +238,15 @@ pub fn order(diffed: Diffed, current: &State, desired: &State, desired_hash: &st
     order_scoped(diffed, current, desired, desired_hash).map(|(plan, _)| plan)
 }
 
-/// [`order`], also giving the first question the planner answered that could depend on a
-/// cluster left out of a scoped state ([`diff_states_scoped`]; `None` from a whole state):
-/// a plan that asked one must be made again from the whole state.
+/// [`order`], also giving the questions the planner answered that could depend on a cluster
+/// left out of a scoped state ([`diff_states_scoped`]; none from a whole state): a plan that
+/// asked one must be made again with the answers, or from the whole state.
 pub fn order_scoped(
     diffed: Diffed,
     current: &State,
     desired: &State,
     desired_hash: &str,
-) -> Result<(Plan, Option<String>), PlanError> {
+) -> Result<(Plan, PastScope), PlanError> {
     let Diffed { mut sim, covered, changes } = diffed;
     let (built, current_fingerprint, scope) = match covered {
         Covered::Whole(whole) => (build::build_steps_and_lints(&mut sim, desired, &changes), whole, None),
@@ -259,7 +261,7 @@ pub fn order_scoped(
         }
     };
     let (steps, mut lints) = built?;
-    let asked = sim.looked_past_scope().map(String::from);
+    let asked = sim.past_scope().clone();
     let changes = std::thread::scope(|s| {
         // The planner's model (a copy of the whole state) is freed on the second core while
         // this one lints and summarises.

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use slurmplan_sacctmgr::reads::{self, READS, Read};
+use slurmplan_sacctmgr::reads::{self, Filter, READS, Read};
 use slurmplan_sacctmgr::transport::{Output, RunError, Transport};
 
 use crate::render::{self, AccountText, AssocReads, AssocsBody, Envelope};
@@ -679,7 +679,8 @@ impl RestTransport {
     }
 
     /// The text of `read` (of `cluster`, for a per-cluster read).
-    fn text(&self, read: &Read, cluster: Option<&str>) -> Result<String, Failed> {
+    fn text(&self, read: &Read, filter: Filter<'_>) -> Result<String, Failed> {
+        let cluster = filter.cluster();
         let rendered =
             |r: Result<String, render::RenderError>| r.map_err(|e| Failed { message: e.0, timed_out: false });
         let need_cluster = || {
@@ -717,46 +718,66 @@ impl RestTransport {
                 rendered(render::render_accounts(&self.get("accounts/", SMALL_LIMIT)?, AccountText::Organization))
             }
             reads::QOS => rendered(render::render_qos(&self.get("qos/", SMALL_LIMIT)?)),
+            f if f == reads::USERS_SEEN.file => {
+                let Filter::Users(users) = filter else {
+                    return Err(Failed { message: format!("the {f} read names its users"), timed_out: false });
+                };
+                let path = users_path(users).ok_or_else(|| Failed {
+                    message: format!("no slurmrestd filter carries the users {users:?}"),
+                    timed_out: false,
+                })?;
+                let rows = self.get::<AssocsBody>(&path, ASSOC_LIMIT)?.associations;
+                // as sacctmgr prints `format=Cluster,User`: one line per user association
+                Ok(rows.iter().filter(|a| !a.user.is_empty()).map(|a| format!("{}|{}\n", a.cluster, a.user)).collect())
+            }
             other => Err(Failed { message: format!("no slurmrestd read for `{other}`"), timed_out: false }),
         }
     }
 
     /// The requests a read makes, as messages show them.
-    fn requests(&self, read: &Read, cluster: Option<&str>) -> Vec<String> {
+    fn requests(&self, read: &Read, filter: Filter<'_>) -> Vec<String> {
         let v = self.parser.get().and_then(|r| r.as_deref().ok()).unwrap_or(SUPPORTED[0]);
-        let c = cluster.unwrap_or("");
-        let paths: Vec<String> = match read.file {
-            reads::CLUSTERS => vec!["clusters/".into()],
-            f if f == reads::VERSION.file => vec!["clusters/".into()],
-            reads::ASSOCS => ASSOC_READS.iter().map(|flags| assoc_path(c, flags)).collect(),
-            reads::DEFAULTS => vec![assoc_path(c, &[])],
-            reads::ACCOUNTS_DESCR | reads::ACCOUNTS_ORG => vec!["accounts/".into()],
-            reads::QOS => vec!["qos/".into()],
+        let c = filter.cluster().unwrap_or("");
+        let paths: Vec<String> = match (read.file, filter) {
+            (reads::CLUSTERS, _) => vec!["clusters/".into()],
+            (f, _) if f == reads::VERSION.file => vec!["clusters/".into()],
+            (reads::ASSOCS, _) => ASSOC_READS.iter().map(|flags| assoc_path(c, flags)).collect(),
+            (reads::DEFAULTS, _) => vec![assoc_path(c, &[])],
+            (reads::ACCOUNTS_DESCR | reads::ACCOUNTS_ORG, _) => vec!["accounts/".into()],
+            (reads::QOS, _) => vec!["qos/".into()],
+            (f, Filter::Users(users)) if f == reads::USERS_SEEN.file => users_path(users).into_iter().collect(),
             _ => vec![],
         };
         paths.into_iter().map(|p| format!("GET {}/slurmdb/{v}/{p}", self.base)).collect()
     }
 }
 
-/// The read whose arguments (with `cluster=NAME` after them for a per-cluster read) are `args`.
+/// The read whose arguments (with `cluster=NAME` after them for a per-cluster read, `user=A,B`
+/// after [`reads::USERS_SEEN`]'s) are `args`, and that last word's value.
 fn read_of(args: &[String]) -> Option<(&'static Read, Option<&str>)> {
-    std::iter::once(&reads::VERSION).chain(READS).find_map(|r| {
+    [&reads::VERSION, &reads::USERS_SEEN].into_iter().chain(READS).find_map(|r| {
         let n = r.args.len();
         if args.len() < n || !args[..n].iter().zip(r.args).all(|(a, b)| a == b) {
             return None;
         }
+        let key = if r.per_cluster { "cluster=" } else { "user=" };
         match &args[n..] {
-            [] => Some((r, None)),
-            [c] if r.per_cluster => c.strip_prefix("cluster=").map(|c| (r, Some(c))),
+            [] if r.file != reads::USERS_SEEN.file => Some((r, None)),
+            [c] if r.per_cluster || r.file == reads::USERS_SEEN.file => c.strip_prefix(key).map(|c| (r, Some(c))),
             _ => None,
         }
     })
 }
 
+/// The request of [`reads::USERS_SEEN`] for `users` (`None` for a name no filter can carry).
+fn users_path(users: &[String]) -> Option<String> {
+    query(&[("user", users.to_vec())]).ok().map(|q| format!("associations/?{q}"))
+}
+
 impl Transport for RestTransport {
-    fn read(&self, read: &Read, cluster: Option<&str>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+    fn read(&self, read: &Read, filter: Filter<'_>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
         let start = Instant::now();
-        let out = match self.text(read, cluster) {
+        let out = match self.text(read, filter) {
             Ok(text) => {
                 sink(text.as_bytes());
                 Output {
@@ -790,7 +811,11 @@ impl Transport for RestTransport {
 
     fn describe(&self, args: &[String]) -> Vec<String> {
         match read_of(args) {
-            Some((read, cluster)) => self.requests(read, cluster),
+            Some((read, word)) if read.file == reads::USERS_SEEN.file => {
+                let users: Vec<String> = word.unwrap_or("").split(',').map(String::from).collect();
+                self.requests(read, Filter::Users(&users))
+            }
+            Some((read, cluster)) => self.requests(read, cluster.map_or(Filter::None, Filter::Cluster)),
             None => vec![format!("slurmrestd at {}: no request for `sacctmgr {}`", self.base, args.join(" "))],
         }
     }
@@ -844,10 +869,15 @@ mod tests {
     fn every_read_is_recognised_from_its_arguments() {
         for r in std::iter::once(&reads::VERSION).chain(READS) {
             let cluster = r.per_cluster.then_some("c1");
-            let args = r.args_for(cluster);
+            let args = r.args_for(cluster.map_or(Filter::None, Filter::Cluster));
             let (got, c) = read_of(&args).unwrap();
             assert_eq!((got.file, c), (r.file, cluster));
         }
+        let users = ["a_b".to_string(), "c".to_string()];
+        let args = reads::USERS_SEEN.args_for(Filter::Users(&users));
+        let (got, word) = read_of(&args).unwrap();
+        assert_eq!((got.file, word), (reads::USERS_SEEN.file, Some("a_b,c")));
+        assert_eq!(users_path(&users).unwrap(), "associations/?user=a_b%2Cc");
         assert!(read_of(&["-i".into(), "add".into()]).is_none());
     }
 

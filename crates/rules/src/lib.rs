@@ -55,6 +55,46 @@ fn err<T>(msg: impl Into<String>) -> Result<T, RuleError> {
 /// cluster -> user -> number of associations.
 type UserCounts = BTreeMap<Name, HashMap<Name, usize, NameHash>>;
 
+/// What a model of a state read for some clusters only knows of the others
+/// ([`RuleModel::scoped`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unread {
+    /// The clusters slurmdbd holds that the state leaves out.
+    pub clusters: BTreeSet<Name>,
+    /// Users whose associations were read on every cluster (a filtered read: docs/decisions.md,
+    /// "Reads scoped to the plan's clusters").
+    pub users_asked: BTreeSet<Name>,
+    /// Those of `users_asked` with an association on a cluster the state leaves out.
+    pub users_elsewhere: BTreeSet<Name>,
+}
+
+impl Unread {
+    /// Some clusters, and nothing known of them.
+    pub fn clusters(clusters: BTreeSet<Name>) -> Unread {
+        Unread { clusters, ..Unread::default() }
+    }
+}
+
+/// The questions a scoped model answered from its state although a cluster it leaves out
+/// could change the answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PastScope {
+    /// The first of them, in words.
+    pub first: Option<String>,
+    /// Users the questions were about that a read of their associations on every cluster
+    /// answers (does the user have one anywhere; does it keep one elsewhere).
+    pub users: BTreeSet<Name>,
+    /// The first question only a read of every cluster answers, in words.
+    pub whole: Option<String>,
+}
+
+impl PastScope {
+    /// Whether nothing was asked: what the model concluded holds on every cluster.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+}
+
 /// A state plus per-cluster user counters, mutated by applying commands.
 pub struct RuleModel {
     pub state: State,
@@ -63,39 +103,63 @@ pub struct RuleModel {
     /// including most that remove users, never need it, and counting walks every association.
     /// Once counted, kept up to date by every add and removal.
     user_assocs: Option<UserCounts>,
-    /// A scoped state ([`RuleModel::scoped`]): clusters that exist in slurmdbd but are not in
-    /// `state`, and the first question asked whose answer could depend on them.
-    unread: BTreeSet<Name>,
-    asked: Option<String>,
+    /// A scoped state ([`RuleModel::scoped`]): what is known of the clusters slurmdbd holds
+    /// that `state` leaves out, and the questions asked whose answer could depend on them.
+    unread: Unread,
+    past: PastScope,
 }
 
 impl RuleModel {
     pub fn new(state: State) -> RuleModel {
-        RuleModel { state, user_assocs: None, unread: BTreeSet::new(), asked: None }
+        RuleModel { state, user_assocs: None, unread: Unread::default(), past: PastScope::default() }
     }
 
-    /// A model of a state read for some clusters only: `unread` are the clusters slurmdbd
-    /// holds that `state` leaves out. Every question whose answer could depend on them (does a
-    /// user have associations anywhere, is a QoS used anywhere, which is the first cluster
-    /// holding an account, the `LIKE` scan of a user's removal) is answered from `state` and
-    /// recorded: [`RuleModel::looked_past_scope`] says the first, and what was concluded
-    /// from such a model must then be made again from the whole state (docs/decisions.md,
-    /// "Reads scoped to the plan's clusters").
-    pub fn scoped(state: State, unread: BTreeSet<Name>) -> RuleModel {
+    /// A model of a state read for some clusters only: `unread.clusters` are the clusters
+    /// slurmdbd holds that `state` leaves out. Every question whose answer could depend on them
+    /// (does a user have associations anywhere, is a QoS used anywhere, which is the first
+    /// cluster holding an account, the `LIKE` scan of a user's removal) is answered from
+    /// `state` and recorded ([`RuleModel::past_scope`]), unless `unread` already holds the
+    /// answer (a user in `users_asked`); what was concluded from such a model must then be made
+    /// again with those answers, or from the whole state (docs/decisions.md, "Reads scoped to
+    /// the plan's clusters").
+    pub fn scoped(state: State, unread: Unread) -> RuleModel {
         RuleModel { unread, ..RuleModel::new(state) }
     }
 
     /// The first question answered that could depend on a cluster the state leaves out
     /// (always `None` for a model of the whole state).
     pub fn looked_past_scope(&self) -> Option<&str> {
-        self.asked.as_deref()
+        self.past.first.as_deref()
     }
 
-    /// Record that the answer to `question` came from the clusters read only, when some are not.
-    fn past_scope(&mut self, question: impl FnOnce() -> String) {
-        if !self.unread.is_empty() && self.asked.is_none() {
-            self.asked = Some(question());
+    /// Every question answered that could depend on a cluster the state leaves out.
+    pub fn past_scope(&self) -> &PastScope {
+        &self.past
+    }
+
+    /// Record that the answer to `question` came from the clusters read only, when some are
+    /// not, and only a read of every cluster would answer it.
+    fn asked_of_all(&mut self, question: impl FnOnce() -> String) {
+        if !self.unread.clusters.is_empty() && self.past.whole.is_none() {
+            let q = question();
+            self.past.first.get_or_insert_with(|| q.clone());
+            self.past.whole = Some(q);
         }
+    }
+
+    /// Whether `user` has an association on a cluster the state leaves out, when the reads
+    /// tell (`None`: they do not; the question is then recorded as `question`, which a read of
+    /// the user's associations answers).
+    fn elsewhere(&mut self, user: &Name, question: impl FnOnce() -> String) -> Option<bool> {
+        if self.unread.clusters.is_empty() {
+            return Some(false);
+        }
+        if self.unread.users_asked.contains(user) {
+            return Some(self.unread.users_elsewhere.contains(user));
+        }
+        self.past.first.get_or_insert_with(question);
+        self.past.users.insert(user.clone());
+        None
     }
 
     /// The first cluster (by name) where `account` has an association: the cluster a record
@@ -104,8 +168,8 @@ impl RuleModel {
     pub fn first_cluster_holding(&mut self, account: &Name) -> Option<Name> {
         let found =
             self.state.clusters.iter().find(|(_, c)| c.accounts.contains(account.as_str())).map(|(n, _)| n.clone());
-        if self.unread.iter().next().is_some_and(|u| found.as_ref().is_none_or(|f| u < f)) {
-            self.past_scope(|| format!("the first cluster holding account `{account}`"));
+        if self.unread.clusters.iter().next().is_some_and(|u| found.as_ref().is_none_or(|f| u < f)) {
+            self.asked_of_all(|| format!("the first cluster holding account `{account}`"));
         }
         found
     }
@@ -210,7 +274,7 @@ impl RuleModel {
                 }
             }
             Command::DeleteQos { names } => {
-                self.past_scope(|| {
+                self.asked_of_all(|| {
                     format!(
                         "whether QoS {} is used on another cluster",
                         names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
@@ -649,10 +713,12 @@ impl RuleModel {
     pub fn knows_user(&mut self, user: &Name) -> bool {
         let known = self.state.clusters.values().any(|c| c.defaults.contains_key(user))
             || self.counts().values().any(|m| m.get(user).is_some_and(|&n| n > 0));
-        if !known {
-            self.past_scope(|| format!("whether user `{user}` has associations on another cluster"));
-        }
+        // (a DefaultAccount is an association marked default: a user with one elsewhere has
+        // an association there)
         known
+            || self
+                .elsewhere(user, || format!("whether user `{user}` has associations on another cluster"))
+                .unwrap_or(false)
     }
 
     /// Whether `user` has associations on `cluster` but no DefaultAccount there that is one of
@@ -699,7 +765,12 @@ impl RuleModel {
         if !name.contains('_') || self.counts().values().any(|m| m.get(user).is_some_and(|n| *n > 0)) {
             return Ok(());
         }
-        self.past_scope(|| format!("whether user `{user}` keeps associations on another cluster"));
+        match self.elsewhere(user, || format!("whether user `{user}` keeps associations on another cluster")) {
+            Some(true) => return Ok(()),
+            // none left anywhere: the scan below needs every name of every cluster
+            Some(false) => self.asked_of_all(|| format!("the names on other clusters that `{name}` matches")),
+            None => {}
+        }
         let component = format!("0-{name}");
         let mut hits: Vec<String> = Vec::new();
         let mut more = 0usize;

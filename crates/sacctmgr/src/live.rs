@@ -9,7 +9,7 @@
 //! printing.
 
 use super::parse::{self, AssocStream, RawReads, Source, StreamedAssocs, Unsplit};
-use super::reads::{self, READS, Read};
+use super::reads::{self, Filter, READS, Read};
 use super::transport::{CAP, Capped, Output, RunError, Transport};
 use slurmplan_diag::Diagnostic;
 use slurmplan_model::{Name, State};
@@ -22,6 +22,8 @@ pub enum LiveError {
     Failed { command: String, status: String, message: String },
     #[error("the clusters read lists {count} clusters, more than the {MAX_CLUSTERS} slurmplan reads one by one")]
     TooManyClusters { count: usize },
+    #[error("`{command}` printed what it was not asked for: {why}")]
+    Unexpected { command: String, why: String },
 }
 
 fn status(o: &Output) -> String {
@@ -42,11 +44,11 @@ fn message(o: &Output) -> String {
 }
 
 /// Whether `read` failed: not exit 0, timed out, or `error` on stderr.
-fn check(transport: &dyn Transport, read: &Read, cluster: Option<&str>, o: &Output) -> Result<(), LiveError> {
+fn check(transport: &dyn Transport, read: &Read, filter: Filter<'_>, o: &Output) -> Result<(), LiveError> {
     let failed = o.timed_out || o.code != Some(0) || o.stderr.to_ascii_lowercase().contains("error");
     if failed {
         return Err(LiveError::Failed {
-            command: transport.describe(&read.args_for(cluster)).join(" "),
+            command: transport.describe(&read.args_for(filter)).join(" "),
             status: status(o),
             message: message(o),
         });
@@ -59,9 +61,9 @@ fn check(transport: &dyn Transport, read: &Read, cluster: Option<&str>, o: &Outp
 /// the message when it fails.
 pub fn read_text(transport: &dyn Transport, read: &Read) -> Result<String, LiveError> {
     let mut kept = Capped::new(CAP);
-    let mut o = transport.read(read, None, &mut |b| kept.push(b))?;
+    let mut o = transport.read(read, Filter::None, &mut |b| kept.push(b))?;
     o.stdout = kept.finish();
-    check(transport, read, None, &o)?;
+    check(transport, read, Filter::None, &o)?;
     Ok(o.stdout)
 }
 
@@ -103,7 +105,8 @@ fn read_one(transport: &dyn Transport, read: &Read, cluster: Option<&str>, keep:
     let mut text = Vec::new();
     let mut stream = (read.file == reads::ASSOCS).then(|| AssocStream::new(&name, 0));
     let keep_text = stream.is_none() || keep == Keep::Text;
-    let o = transport.read(read, cluster, &mut |bytes| {
+    let filter = cluster.map_or(Filter::None, Filter::Cluster);
+    let o = transport.read(read, filter, &mut |bytes| {
         if let Some(s) = &mut stream {
             s.feed(bytes);
         }
@@ -111,7 +114,7 @@ fn read_one(transport: &dyn Transport, read: &Read, cluster: Option<&str>, keep:
             text.extend_from_slice(bytes);
         }
     })?;
-    check(transport, read, cluster, &o)?;
+    check(transport, read, filter, &o)?;
     let text = match String::from_utf8(text) {
         Ok(t) => t,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
@@ -241,6 +244,63 @@ pub fn read_all(
     Ok((raw, StreamedAssocs::PerCluster(streams)))
 }
 
+/// Names per call of [`users_seen`] (an argv word of a few kilobytes).
+pub const USERS_PER_CALL: usize = 256;
+
+/// The most bytes [`users_seen`] takes from one call: its rows are one per association of the
+/// users asked, on every cluster; more than this is not an answer to that question.
+const USERS_SEEN_BYTES: usize = 64 << 20;
+
+/// The clusters where each of `users` has associations, on every cluster slurmdbd holds
+/// ([`reads::USERS_SEEN`], [`USERS_PER_CALL`] names a call, one call after another): the
+/// (cluster, user) pairs of their rows. Every name must pass [`reads::filterable_user`] (the
+/// caller's check; a name that does not is refused here, not asked). A row that is not two
+/// cells, or names a user not asked about, is an error: nothing is concluded from it.
+pub fn users_seen(
+    transport: &dyn Transport,
+    users: &[String],
+) -> Result<std::collections::BTreeSet<(String, String)>, LiveError> {
+    let read = &reads::USERS_SEEN;
+    let mut seen = std::collections::BTreeSet::new();
+    for chunk in users.chunks(USERS_PER_CALL) {
+        let filter = Filter::Users(chunk);
+        let command = || transport.describe(&read.args_for(filter)).join(" ");
+        if let Some(bad) = chunk.iter().find(|u| !reads::filterable_user(u)) {
+            return Err(LiveError::Unexpected {
+                command: command(),
+                why: format!("user `{bad}` cannot be asked by name"),
+            });
+        }
+        let asked: std::collections::HashSet<&str> = chunk.iter().map(String::as_str).collect();
+        let mut text = Vec::new();
+        let mut over = false;
+        let o = transport.read(read, filter, &mut |b| {
+            if text.len() + b.len() > USERS_SEEN_BYTES {
+                over = true;
+            } else {
+                text.extend_from_slice(b);
+            }
+        })?;
+        check(transport, read, filter, &o)?;
+        if over {
+            return Err(LiveError::Unexpected {
+                command: command(),
+                why: format!("more than {USERS_SEEN_BYTES} bytes"),
+            });
+        }
+        let text = String::from_utf8_lossy(&text);
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            match line.split('|').collect::<Vec<_>>()[..] {
+                [cluster, user] if !cluster.is_empty() && asked.contains(user) => {
+                    seen.insert((cluster.to_string(), user.to_string()));
+                }
+                _ => return Err(LiveError::Unexpected { command: command(), why: format!("the row `{line}`") }),
+            }
+        }
+    }
+    Ok(seen)
+}
+
 /// How many times [`read_consistent`] takes the reads before it gives up.
 pub const READ_ATTEMPTS: usize = 3;
 
@@ -327,7 +387,8 @@ mod tests {
     }
 
     impl Transport for Files {
-        fn read(&self, read: &Read, cluster: Option<&str>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        fn read(&self, read: &Read, filter: Filter<'_>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+            let cluster = filter.cluster();
             assert_eq!(cluster.is_some(), read.per_cluster, "{}", read.file);
             self.asked.lock().unwrap().push((read.file, cluster.map(String::from)));
             if let Some((file, out)) = &self.fail

@@ -35,14 +35,59 @@ impl Read {
     }
 
     /// The arguments after the program name for one call: [`Read::args`], then `cluster=NAME`
-    /// for a per-cluster read (a cluster name from the clusters read: a valid name, one word).
-    pub fn args_for(&self, cluster: Option<&str>) -> Vec<String> {
+    /// for a per-cluster read (a cluster name from the clusters read: a valid name, one word),
+    /// or `user=A,B` for [`USERS_SEEN`] (names that pass [`filterable_user`]).
+    pub fn args_for(&self, filter: Filter<'_>) -> Vec<String> {
         let mut v: Vec<String> = self.args.iter().map(|s| s.to_string()).collect();
-        if let Some(c) = cluster {
-            v.push(format!("cluster={c}"));
+        match filter {
+            Filter::None => {}
+            Filter::Cluster(c) => v.push(format!("cluster={c}")),
+            Filter::Users(users) => v.push(format!("user={}", users.join(","))),
         }
         v
     }
+}
+
+/// What one call of a read is limited to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter<'a> {
+    /// Nothing: every cluster.
+    None,
+    /// One cluster (`cluster=NAME`): a [`Read::per_cluster`] read.
+    Cluster(&'a str),
+    /// The associations of these users, on every cluster (`user=A,B`): [`USERS_SEEN`] only.
+    Users(&'a [String]),
+}
+
+impl<'a> Filter<'a> {
+    /// The cluster of a per-cluster call.
+    pub fn cluster(self) -> Option<&'a str> {
+        match self {
+            Filter::Cluster(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// The clusters where some users have associations: one row per association of the users named
+/// by `user=A,B` (appended per call), on every cluster. Not part of a snapshot: a plan of some
+/// clusters asks it of the users it would otherwise ask every cluster about (docs/decisions.md,
+/// "Reads scoped to the plan's clusters"). Checked on 22.05.8: the filter is an exact match
+/// (no wildcard), and only user associations come back.
+pub const USERS_SEEN: Read = Read {
+    file: "users-seen.txt",
+    args: &["-n", "-P", "show", "assoc", "format=Cluster,User"],
+    what: "the clusters holding associations of some users",
+    per_cluster: false,
+};
+
+/// Whether `name` can be asked of [`USERS_SEEN`] as it is stored: lower-case ASCII letters,
+/// digits and `_ . - @` only. sacctmgr lower-cases a filter value (and MariaDB compares names
+/// ignoring case), splits it on commas, turns quotes into backquotes and expands `x[1-3]` as a
+/// host list, so any other name would be asked as something else; those are not asked.
+pub fn filterable_user(name: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-' | b'@'))
 }
 
 pub const CLUSTERS: &str = "clusters.txt";
@@ -151,7 +196,19 @@ mod tests {
         // only the two association reads are taken per cluster
         let per: Vec<_> = READS.iter().filter(|r| r.per_cluster).map(|r| r.file).collect();
         assert_eq!(per, [ASSOCS, DEFAULTS]);
-        assert_eq!(read_for(ASSOCS).unwrap().args_for(Some("big")).last().unwrap(), "cluster=big");
-        assert_eq!(read_for(QOS).unwrap().args_for(None), read_for(QOS).unwrap().args);
+        assert_eq!(read_for(ASSOCS).unwrap().args_for(Filter::Cluster("big")).last().unwrap(), "cluster=big");
+        assert_eq!(read_for(QOS).unwrap().args_for(Filter::None), read_for(QOS).unwrap().args);
+        let users = ["a_1".to_string(), "b.c@d".to_string()];
+        assert_eq!(USERS_SEEN.args_for(Filter::Users(&users)).last().unwrap(), "user=a_1,b.c@d");
+    }
+
+    #[test]
+    fn only_names_sacctmgr_takes_as_they_are_are_filtered_on() {
+        for ok in ["alice", "a_b", "x.y-z@site", "u0"] {
+            assert!(filterable_user(ok), "{ok}");
+        }
+        for bad in ["", "Bob", "a,b", "a'b", "a\"b", "n[1-3]", "a b", "é"] {
+            assert!(!filterable_user(bad), "{bad}");
+        }
     }
 }

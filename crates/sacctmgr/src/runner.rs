@@ -12,7 +12,7 @@
 //! interpret sacctmgr's output (see `outcome`) and prints nothing.
 
 pub use super::quote::sh_quote;
-use super::reads::Read;
+use super::reads::{Filter, Read};
 use super::transport::{CAP, Capped, Output, RunError, Transport};
 use std::io::Read as _;
 use std::os::unix::process::CommandExt;
@@ -86,8 +86,8 @@ impl ProcessRunner {
 }
 
 impl Transport for ProcessRunner {
-    fn read(&self, read: &Read, cluster: Option<&str>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
-        self.stream(&read.args_for(cluster), sink)
+    fn read(&self, read: &Read, filter: Filter<'_>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
+        self.stream(&read.args_for(filter), sink)
     }
 
     fn run(&self, args: &[String], stdin: Option<&[u8]>) -> Result<Output, RunError> {
@@ -329,7 +329,7 @@ mod tests {
         let t: &dyn Transport = &r;
         let read = &super::super::reads::READS[1];
         let mut streamed = Vec::new();
-        let o = t.read(read, Some("big"), &mut |b| streamed.extend_from_slice(b)).unwrap();
+        let o = t.read(read, Filter::Cluster("big"), &mut |b| streamed.extend_from_slice(b)).unwrap();
         assert_eq!((o.code, o.stdout.as_str(), o.timed_out), (Some(0), "", false));
         let words: Vec<String> = read.args.iter().map(|s| s.to_string()).chain(["cluster=big".into()]).collect();
         let described = t.describe(&words);

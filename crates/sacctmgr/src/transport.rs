@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use super::reads::Read;
+use super::reads::{Filter, Read};
 
 /// What one call produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,11 +68,12 @@ pub enum RunError {
 /// step's `argv[1..]` exactly as stored in the plan. Every call ends within [`Transport::timeout`]
 /// (then `Output::timed_out` is set and `code` is `None`).
 pub trait Transport: Sync {
-    /// Take one of the fixed reads (`reads::READS`, `reads::VERSION`), of one cluster when
-    /// `cluster` is given (a [`Read::per_cluster`] read), handing its stdout (the `-n -P` text
-    /// sacctmgr prints for `read.args_for(cluster)`) to `sink` in pieces as it arrives, whatever
-    /// its size; `Output::stdout` is then empty and stderr is kept up to a cap.
-    fn read(&self, read: &Read, cluster: Option<&str>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError>;
+    /// Take one of the fixed reads (`reads::READS`, `reads::VERSION`, `reads::USERS_SEEN`),
+    /// limited by `filter` (one cluster for a [`Read::per_cluster`] read, some users for
+    /// `USERS_SEEN`), handing its stdout (the `-n -P` text sacctmgr prints for
+    /// `read.args_for(filter)`) to `sink` in pieces as it arrives, whatever its size;
+    /// `Output::stdout` is then empty and stderr is kept up to a cap.
+    fn read(&self, read: &Read, filter: Filter<'_>, sink: &mut dyn FnMut(&[u8])) -> Result<Output, RunError>;
     /// Run one plan step: `args` after the program name, `stdin` written to its standard input
     /// (then closed) when given (how a `load file=/dev/stdin` gets its file). stdout and stderr
     /// are kept up to a cap each: they go to journals and messages.

@@ -24,7 +24,7 @@ use slurmplan_model::{ClusterState, Name, QosList, State, Tres};
 use slurmplan_rules::{RuleError, RuleModel};
 use slurmplan_sacctmgr::command::{AssocSet, Command, QosSet, Scalar, TresLimit};
 use slurmplan_sacctmgr::parse::{format_duration, write_state};
-use slurmplan_sacctmgr::reads::{ACCOUNTS_DESCR, CLUSTERS, READS, Read};
+use slurmplan_sacctmgr::reads::{ACCOUNTS_DESCR, CLUSTERS, READS, Read, USERS_SEEN};
 use slurmplan_sacctmgr::snapshot;
 
 mod argv;
@@ -79,6 +79,12 @@ fn run() -> Reply {
     let rest = &argv[1.min(argv.len())..];
     if rest == ["-V"] || rest == ["--version"] {
         return reply("slurm-wlm 22.05.8\n", "", 0);
+    }
+    if let Some(users) = users_seen_read(rest) {
+        return match load(&dir) {
+            Ok((state, _)) => reply(users_seen(&state, &users), "", 0),
+            Err(e) => reply("", format!("sacctmgr: error: fake cannot read its state: {e}\n"), 1),
+        };
     }
     if let Some((read, cluster)) = which_read(rest) {
         // the state's only cluster: every row is its own (the fake's files parse together)
@@ -158,6 +164,33 @@ fn which_read(rest: &[String]) -> Option<(&'static Read, Option<&str>)> {
             _ => None,
         }
     })
+}
+
+/// The users of `sacctmgr -n -P show assoc format=Cluster,User user=A,B` ([`USERS_SEEN`]), if
+/// `rest` is that read. sacctmgr lower-cases filter values; so does this.
+fn users_seen_read(rest: &[String]) -> Option<Vec<String>> {
+    let n = USERS_SEEN.args.len();
+    if rest.len() != n + 1 || !USERS_SEEN.args.iter().copied().eq(rest[..n].iter().map(String::as_str)) {
+        return None;
+    }
+    let list = rest[n].strip_prefix("user=")?;
+    Some(list.split(',').map(str::to_ascii_lowercase).collect())
+}
+
+/// One `cluster|user` line per association of `users`, clusters in name order, each cluster's
+/// rows in the order of their keys. (Real sacctmgr groups its lines by user, in an
+/// order no read shows; slurmplan takes them as a set, and tests/fake_equivalence.rs compares
+/// them as one.)
+fn users_seen(state: &State, users: &[String]) -> String {
+    let mut out = String::new();
+    for (cname, c) in &state.clusters {
+        for k in c.users.keys() {
+            if users.iter().any(|u| u == k.user.as_str()) {
+                let _ = writeln!(out, "{cname}|{}", k.user);
+            }
+        }
+    }
+    out
 }
 
 /// A per-cluster read prints only that cluster's rows (their first cell), in file order, as
