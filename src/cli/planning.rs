@@ -118,15 +118,25 @@ pub fn build_plan(
         return pipeline::plan(&req, || read_state(s, state_dir, true), &mut printer).map_err(nothing);
     }
     let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
+    plan_scoped_live(s, &req, d, &mut printer).map_err(nothing)
+}
+
+/// `pipeline::plan_scoped` with the live reads: the desired file's clusters, then the users
+/// the plan asks about, or every cluster; progress on stderr.
+fn plan_scoped_live(
+    s: &Settings,
+    req: &pipeline::Request,
+    d: slurmplan::desired::Desired,
+    printer: &mut Printer,
+) -> Result<pipeline::Planned, pipeline::Refusal<Failure>> {
     pipeline::plan_scoped(
-        &req,
+        req,
         d,
         |clusters| scoped_state(s, clusters, true),
         |users| users_seen(s, users, true),
         |why| read_every(s, why, true),
-        &mut printer,
+        printer,
     )
-    .map_err(nothing)
 }
 
 /// Whether a command reads the clusters of its desired file first: live, without `--target`,
@@ -176,14 +186,7 @@ pub fn build_plan_locked<L>(
     let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
     let held = lock(d.clusters.keys().map(|c| c.as_str().to_string()).collect())?;
     let planned = if targets.is_empty() && !whole_read_asked()? {
-        pipeline::plan_scoped(
-            &req,
-            d,
-            |clusters| scoped_state(s, clusters, true),
-            |users| users_seen(s, users, true),
-            |why| read_every(s, why, true),
-            &mut printer,
-        )
+        plan_scoped_live(s, &req, d, &mut printer)
     } else {
         pipeline::plan_loaded(&req, d, || read_state(s, None, true), &mut printer)
     }
