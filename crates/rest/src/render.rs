@@ -129,6 +129,16 @@ pub struct AssocsBody {
     pub associations: Vec<Assoc>,
 }
 
+/// The answer to an association query that may match nothing (the users read): no list is
+/// none of them.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SomeAssocsBody {
+    #[serde(flatten)]
+    pub envelope: Envelope,
+    #[serde(default)]
+    pub associations: Vec<Assoc>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Assoc {
     pub account: String,

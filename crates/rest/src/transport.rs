@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use slurmplan_sacctmgr::reads::{self, Filter, READS, Read};
 use slurmplan_sacctmgr::transport::{Output, RunError, Transport};
 
-use crate::render::{self, AccountText, AssocReads, AssocsBody, Envelope};
+use crate::render::{self, AccountText, AssocReads, AssocsBody, Envelope, Problem};
 use crate::write::{self, Call, RowChange, RowKey};
 
 /// Data parsers slurmplan reads, newest first (verified on Slurm 24.11.5).
@@ -278,7 +278,7 @@ trait Body: DeserializeOwned {
 macro_rules! body {
     ($($t:ty),*) => {$(impl Body for $t { fn envelope(&self) -> &Envelope { &self.envelope } })*};
 }
-body!(render::AssocsBody, render::ClustersBody, render::AccountsBody, render::QosBody);
+body!(render::AssocsBody, render::SomeAssocsBody, render::ClustersBody, render::AccountsBody, render::QosBody);
 
 /// A failed request: the message, and whether it ran out of time.
 #[derive(Clone)]
@@ -443,6 +443,13 @@ impl RestTransport {
     /// GET `path` under the negotiated parser's `/slurmdb/VERSION/`, as `T`, parsed as it
     /// arrives; any status but 200, and any error or warning in the body, is a failure.
     fn get<T: Body>(&self, path: &str, limit: u64) -> Result<T, Failed> {
+        self.get_tolerating(path, limit, |_| false)
+    }
+
+    /// [`Self::get`], but the warnings `tolerated` accepts are no failure (slurmrestd 24.11.5
+    /// warns `slurmdb_associations_get(..) found nothing` for an association query nothing
+    /// matches: [`found_nothing`]).
+    fn get_tolerating<T: Body>(&self, path: &str, limit: u64, tolerated: fn(&Problem) -> bool) -> Result<T, Failed> {
         let version = self.data_parser().map_err(|message| Failed { message, timed_out: false })?;
         let full = format!("/slurmdb/{version}/{path}");
         let url = format!("{}{full}", self.base);
@@ -451,12 +458,13 @@ impl RestTransport {
                 .map_err(|e| self.unreadable(&url, &e))
         })?;
         let env = body.envelope();
-        if !env.errors.is_empty() || !env.warnings.is_empty() {
+        let warnings: Vec<&Problem> = env.warnings.iter().filter(|p| !tolerated(p)).collect();
+        if !env.errors.is_empty() || !warnings.is_empty() {
             let lines: Vec<String> = env
                 .errors
                 .iter()
                 .map(|p| format!("error: {}", p.line()))
-                .chain(env.warnings.iter().map(|p| format!("warning: {}", p.line())))
+                .chain(warnings.iter().map(|p| format!("warning: {}", p.line())))
                 .collect();
             return Err(Failed { message: format!("GET {url}: {}", self.shown(&lines.join("; "))), timed_out: false });
         }
@@ -726,7 +734,8 @@ impl RestTransport {
                     message: format!("no slurmrestd filter carries the users {users:?}"),
                     timed_out: false,
                 })?;
-                let rows = self.get::<AssocsBody>(&path, ASSOC_LIMIT)?.associations;
+                let rows =
+                    self.get_tolerating::<render::SomeAssocsBody>(&path, ASSOC_LIMIT, found_nothing)?.associations;
                 // as sacctmgr prints `format=Cluster,User`: one line per user association
                 Ok(rows.iter().filter(|a| !a.user.is_empty()).map(|a| format!("{}|{}\n", a.cluster, a.user)).collect())
             }
@@ -767,6 +776,16 @@ fn read_of(args: &[String]) -> Option<(&'static Read, Option<&str>)> {
             _ => None,
         }
     })
+}
+
+/// slurmrestd's warning for an association query that matched nothing (24.11.5:
+/// `slurmdb_associations_get(0x..) found nothing` from `_dump_assoc_cond`): for the users read,
+/// an answer (none of them has an association), not a failure.
+fn found_nothing(p: &Problem) -> bool {
+    p.source.as_deref() == Some("_dump_assoc_cond")
+        && p.description
+            .as_deref()
+            .is_some_and(|d| d.starts_with("slurmdb_associations_get(") && d.ends_with(" found nothing"))
 }
 
 /// The request of [`reads::USERS_SEEN`] for `users` (`None` for a name no filter can carry).
@@ -879,6 +898,15 @@ mod tests {
         assert_eq!((got.file, word), (reads::USERS_SEEN.file, Some("a_b,c")));
         assert_eq!(users_path(&users).unwrap(), "associations/?user=a_b%2Cc");
         assert!(read_of(&["-i".into(), "add".into()]).is_none());
+    }
+
+    #[test]
+    fn only_the_found_nothing_warning_of_an_association_query_is_an_answer() {
+        let p = |d: &str, src: &str| Problem { description: Some(d.into()), error: None, source: Some(src.into()) };
+        assert!(found_nothing(&p("slurmdb_associations_get(0x7f2f843d93e0) found nothing", "_dump_assoc_cond")));
+        assert!(!found_nothing(&p("slurmdb_associations_get(0x7f2f843d93e0) found nothing", "_dump_qos")));
+        assert!(!found_nothing(&p("Unable to query associations", "_dump_assoc_cond")));
+        assert!(!found_nothing(&Problem { description: None, error: None, source: None }));
     }
 
     #[test]
