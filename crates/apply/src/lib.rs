@@ -214,19 +214,14 @@ mod tests {
         assert_eq!(rfc3339(before_1970), "1970-01-01T00:00:00Z");
     }
 
-    use slurmplan_sacctmgr::reads::Read;
+    use slurmplan_sacctmgr::reads::{Filter, Read};
     use slurmplan_sacctmgr::transport::{Output, RunError, Transport};
     use std::time::Duration;
 
     /// A transport that cannot start sacctmgr, as exec fails with E2BIG on a word past 128 KiB.
     struct TooLong;
     impl Transport for TooLong {
-        fn read(
-            &self,
-            _: &Read,
-            _: slurmplan_sacctmgr::reads::Filter<'_>,
-            _: &mut dyn FnMut(&[u8]),
-        ) -> Result<Output, RunError> {
+        fn read(&self, _: &Read, _: Filter<'_>, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
             self.run(&[], None)
         }
         fn run(&self, _: &[String], _: Option<&[u8]>) -> Result<Output, RunError> {
@@ -311,12 +306,7 @@ mod tests {
     /// Counts the commands it is asked to run; every one succeeds.
     struct Counting(std::sync::atomic::AtomicUsize);
     impl Transport for Counting {
-        fn read(
-            &self,
-            _: &Read,
-            _: slurmplan_sacctmgr::reads::Filter<'_>,
-            _: &mut dyn FnMut(&[u8]),
-        ) -> Result<Output, RunError> {
+        fn read(&self, _: &Read, _: Filter<'_>, _: &mut dyn FnMut(&[u8])) -> Result<Output, RunError> {
             self.run(&[], None)
         }
         fn run(&self, _args: &[String], _stdin: Option<&[u8]>) -> Result<Output, RunError> {
