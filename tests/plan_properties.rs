@@ -1582,3 +1582,48 @@ default u3 p0
     );
     assert_pair_ok(&current, &desired);
 }
+
+/// Found by `.ci/run`'s 4000 property cases on 2026-12-07 (second run): `p0` swaps
+/// `b,normal`/`normal` for `paused`/`paused` while its child `p2`, whose list is the delta
+/// `-normal`, drops its own DefaultQOS `b` to inherit `paused`; `u0` sits under both.
+#[test]
+fn account_swap_above_a_delta_child_dropping_its_own_default() {
+    let qos = r#"
+qos a {"grp_tres_mins":{"cpu":100},"max_wall":60,"description":"a"}
+qos b {"max_wall":60,"description":"b"}
+qos normal {"description":"normal"}
+qos paused {"grp_tres_mins":{"cpu":100},"description":"paused"}
+record p0 {"description":"p0","organization":"p0"}
+record p1 {"description":"p1","organization":"p1"}
+record p2 {"description":"p2","organization":"p2"}
+record p7 {"description":"p7","organization":"p7"}
+record root {"description":"root","organization":"root"}
+"#;
+    let current = format!(
+        "{qos}
+cluster c1
+account root - qos=normal def=normal
+account p0 root qos=b,normal def=normal
+account p1 p0 qos=inherit def=- lim={{\"grp_tres_mins\":{{\"mem\":1024}}}}
+account p2 p0 qos=-normal def=b
+account p7 p0 qos=a def=a
+user u0 p0 - qos=inherit def=-
+user u0 p2 - qos=inherit def=-
+default u0 p0
+"
+    );
+    let desired = format!(
+        "{qos}
+cluster c1
+account root - qos=normal def=normal
+account p0 root qos=paused def=paused
+account p1 p0 qos=inherit def=- lim={{\"grp_tres_mins\":{{\"mem\":1024}}}}
+account p2 p0 qos=-normal def=-
+account p7 p0 qos=a def=a
+user u0 p0 - qos=inherit def=-
+user u0 p2 - qos=inherit def=-
+default u0 p0
+"
+    );
+    assert_pair_ok(&current, &desired);
+}

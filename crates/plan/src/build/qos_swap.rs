@@ -338,7 +338,9 @@ pub(super) fn blocking_rows(
 /// list holding what the account's change needs (the account's new DefaultQOS, their own) and
 /// what they have now; they get their final value once the account is done (`held`: a step
 /// toward it before, such as the clear on the way to a delta, would undo the widening and
-/// block the account again). Emits one command per row; true if any.
+/// block the account again). A row widened before is widened again when the account's next
+/// write needs more than its list holds (the account's route changed once its parent moved).
+/// Emits one command per row; true if any.
 fn widen_users_for_account(
     b: &mut Builder<'_>,
     cname: &Name,
@@ -362,7 +364,14 @@ fn widen_users_for_account(
                     continue;
                 }
                 for (k, list) in blocking_rows(c, n, &next, &set) {
-                    if !widened.contains(&AssocRef::User(k.clone())) {
+                    // A row widened before (for another write of this account, or another
+                    // account) is widened again when this write needs more: its explicit list
+                    // only grows, so this ends.
+                    let grows = match c.users.get(&k).map(|a| &a.qos) {
+                        Some(QosList::Set(have)) => !list.is_subset(have),
+                        _ => true,
+                    };
+                    if grows {
                         wide.push((k, list));
                     }
                 }
