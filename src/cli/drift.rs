@@ -48,7 +48,7 @@ fn now_secs() -> u64 {
 /// Load, read, resolve, diff: the same pipeline as `plan`, without ordering. Nothing but errors
 /// is printed (cron mails anything on stderr).
 fn compute(s: &Settings, a: &DriftArgs) -> Result<DriftReport, Failure> {
-    let pipeline::Resolution { desired: d, current, resolved, .. } =
+    let pipeline::Resolution { desired: d, current, resolved } =
         resolve_quietly(s, &a.desired, a.state.state.as_deref(), "drift was not computed")?;
     let changes = diff::diff(&current, &resolved.state);
     Ok(DriftReport::new(a.desired.display().to_string(), d.clusters.keys().cloned(), &changes))

@@ -89,9 +89,6 @@ pub struct Resolution {
     pub desired: Desired,
     pub current: State,
     pub resolved: Resolved,
-    /// The clusters slurmdbd holds that `current` leaves out: empty but for a scoped read
-    /// whose resolution stood for the whole state's ([`resolve_scoped`]).
-    pub unread: BTreeSet<Name>,
 }
 
 /// A plan and the current state it was made from.
@@ -291,7 +288,7 @@ fn plan_resolved<E>(
     report: &mut dyn Report,
 ) -> Result<(Planned, Resolved), Refusal<E>> {
     let mut clock = Clock(Instant::now());
-    let Resolution { desired: d, current, resolved, .. } = resolve_timed(req, loaded, read, report, &mut clock)?;
+    let Resolution { desired: d, current, resolved } = resolve_timed(req, loaded, read, report, &mut clock)?;
     clock.lap(report, "resolve");
     let partial = match req.targets {
         [] => None,
@@ -388,45 +385,55 @@ pub fn plan_scoped<E>(
         return plan_loaded(req, desired, || Ok((current, unsplit)), report);
     }
     let mut unread = Unread::clusters(unread);
-    let mut round = 0;
-    let why = loop {
-        let mut held = Held::default();
-        let users = match scoped_attempt(req, &desired, &current, &unsplit, unread.clone(), &mut held, &mut clock) {
-            Ok(planned) => {
-                held.replay(report);
-                if req.one_shot {
-                    std::mem::forget(desired);
-                }
-                return Ok(Planned { plan: planned, current, unread });
-            }
-            Err(Fallback::Whole(why)) => break why,
-            Err(Fallback::Users { users, first }) => {
-                round += 1;
+    let mut held = Held::default();
+    let why = match resolve_in_scope(&desired, &current, &unsplit, &mut held) {
+        Err(why) => why,
+        Ok(resolved) => {
+            clock.lap(&mut held, "resolve");
+            let mut round = 0;
+            loop {
+                let users =
+                    match order_in_scope(req, &desired, &current, &resolved, unread.clone(), &mut held, &mut clock) {
+                        Ok(plan) => {
+                            held.replay(report);
+                            if req.one_shot {
+                                std::mem::forget((desired, resolved));
+                            }
+                            return Ok(Planned { plan, current, unread });
+                        }
+                        Err(Fallback::Whole(why)) => break why,
+                        Err(Fallback::Users { users, first }) => match users_to_read(users, &unread, &mut round) {
+                            Some(users) => users,
+                            None => break first,
+                        },
+                    };
                 let names: Vec<String> = users.iter().map(|u| u.as_str().to_string()).collect();
-                let total = unread.users_asked.len() + names.len();
-                if round > USER_ROUNDS
-                    || total > USERS_ASKED_AT_MOST
-                    || !names.iter().all(|n| slurmplan_sacctmgr::reads::filterable_user(n))
-                {
-                    break first;
-                }
-                (users, names)
-            }
-        };
-        let seen = read_users(&users.1).map_err(Refusal::Current)?;
-        clock.lap(report, "read the associations of the users asked about, on every cluster");
-        let by_name: BTreeMap<&str, &Name> = users.0.iter().map(|u| (u.as_str(), u)).collect();
-        for (cluster, user) in &seen {
-            if !current.clusters.keys().any(|c| c.as_str() == cluster)
-                && let Some(u) = by_name.get(user.as_str())
-            {
-                unread.users_elsewhere.insert((*u).clone());
+                let seen = read_users(&names).map_err(Refusal::Current)?;
+                clock.lap(&mut held, "read the associations of the users asked about, on every cluster");
+                // a row on a cluster not read (listed then, or added since) is one elsewhere
+                let elsewhere: BTreeSet<&str> = seen
+                    .iter()
+                    .filter(|(c, _)| !current.clusters.keys().any(|k| k.as_str() == c))
+                    .map(|(_, u)| u.as_str())
+                    .collect();
+                unread.users_elsewhere.extend(users.iter().filter(|u| elsewhere.contains(u.as_str())).cloned());
+                unread.users_asked.extend(users);
             }
         }
-        unread.users_asked.extend(users.0);
     };
     drop((current, unsplit));
     plan_loaded(req, desired, || read_whole(&why), report)
+}
+
+/// The users a scoped attempt asked about, to be read by name, as the `round`th read (counted
+/// here): `None` past [`USER_ROUNDS`] reads or [`USERS_ASKED_AT_MOST`] users in all, or for a
+/// name sacctmgr cannot filter on as it is.
+fn users_to_read(users: BTreeSet<Name>, unread: &Unread, round: &mut usize) -> Option<BTreeSet<Name>> {
+    *round += 1;
+    let fits = *round <= USER_ROUNDS
+        && unread.users_asked.len() + users.len() <= USERS_ASKED_AT_MOST
+        && users.iter().all(|u| slurmplan_sacctmgr::reads::filterable_user(u.as_str()));
+    fits.then_some(users)
 }
 
 /// Why a scoped attempt does not stand: a question only every cluster answers (or a refusal),
@@ -436,25 +443,21 @@ enum Fallback {
     Users { users: BTreeSet<Name>, first: String },
 }
 
-/// The plan of a scoped read, or why it cannot stand for the plan of the whole state.
-fn scoped_attempt(
+/// The plan of a scoped read's resolution, or why it cannot stand for the plan of the whole
+/// state.
+fn order_in_scope(
     req: &Request,
     d: &Desired,
     current: &State,
-    unsplit: &[Unsplit],
+    resolved: &Resolved,
     unread: Unread,
     report: &mut Held,
     clock: &mut Clock,
 ) -> Result<Plan, Fallback> {
-    let resolved = resolve_in_scope(d, current, unsplit, report).map_err(Fallback::Whole)?;
-    clock.lap(report, "resolve");
-    let (plan, asked) = diff_and_order::<()>(req, current, &resolved, &resolved.state, &d.hash, unread, report, clock)
+    let (plan, asked) = diff_and_order::<()>(req, current, resolved, &resolved.state, &d.hash, unread, report, clock)
         .map_err(|_| {
-            Fallback::Whole("whether its refusal on the planned clusters alone holds on every cluster".into())
-        })?;
-    if req.one_shot {
-        std::mem::forget(resolved);
-    }
+        Fallback::Whole("whether its refusal on the planned clusters alone holds on every cluster".into())
+    })?;
     match asked {
         PastScope { first: None, .. } => Ok(plan),
         PastScope { whole: Some(why), .. } => Err(Fallback::Whole(why)),
@@ -513,7 +516,7 @@ pub fn resolve_scoped<E>(
     let why = match attempt {
         Ok(resolved) => {
             held.replay(report);
-            return Ok(Resolution { desired, current, resolved, unread });
+            return Ok(Resolution { desired, current, resolved });
         }
         Err(why) => why,
     };
@@ -534,7 +537,7 @@ fn resolve_read<E>(
     };
     report.warnings(Stage::Resolve, resolved.warnings.clone());
     check_unsplit(&unsplit, &d, &resolved.managed, report)?;
-    Ok(Resolution { desired: d, current, resolved, unread: BTreeSet::new() })
+    Ok(Resolution { desired: d, current, resolved })
 }
 
 /// What a scoped attempt reports, held until it is known to stand.
