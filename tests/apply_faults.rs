@@ -497,6 +497,126 @@ fn an_apply_reads_the_clusters_it_plans_and_verifies_the_ones_it_changed() {
     assert_eq!(p.code, 0, "{p:?}");
 }
 
+/// `apply PLAN` reads as `apply -d` does: under its lock the clusters its fingerprint covers
+/// and its steps name; users its steps ask about, by name; every cluster only when replaying
+/// the steps asks of the others. It verifies the clusters it changed.
+#[test]
+fn a_saved_plan_reads_its_clusters_and_every_cluster_only_when_it_depends_on_them() {
+    let site = Site::new();
+    add_other_cluster(&site);
+    // (reads of `rocket`, reads of `other`, reads of users by name) since the last call
+    let reads = || {
+        let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap_or_default();
+        let _ = std::fs::remove_file(site.state().join("argv.log"));
+        let of = |c: &str| {
+            log.lines().filter(|l| l.contains("\"show\"") && l.contains(&format!("\"cluster={c}\"]"))).count()
+        };
+        (of("rocket"), of("other"), log.lines().filter(|l| l.contains("\"format=Cluster,User\"")).count())
+    };
+    let apply_saved = |desired: &str, name: &str, env: &[(&str, &str)]| {
+        let p = site.path(name);
+        let r = site.slurmplan(&["plan", "-d", desired, "-o", p.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 0, "{r:?}");
+        reads();
+        let j = site.path(&format!("{name}.jsonl"));
+        site.slurmplan(&["apply", p.to_str().unwrap(), "--auto-approve", "--journal", j.to_str().unwrap()], env)
+    };
+    // site-a's plan (its record change names the cluster chosen when it was planned, which
+    // read every cluster; applying it depends on `rocket` alone): `rocket`, and to verify
+    let r = apply_saved(DESIRED, "first.plan", &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(!r.stderr.contains("reading every cluster"), "{}", r.stderr);
+    assert!(r.stderr.contains("Verified"), "{}", r.stderr);
+    assert_eq!(reads(), (4, 0, 0));
+    let text = std::fs::read_to_string(DESIRED).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = site.path(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    // 20 new users onboarded (a `load`, which creates only users known nowhere): are they
+    // known on another cluster? read by name, one call
+    let robo = "      hpc_a_robo:";
+    assert!(text.contains(robo));
+    let users: Vec<String> = (0..20).map(|i| format!("n{i:02}")).collect();
+    let onboard =
+        format!("      hpc_a_new:\n        parent: hpc_p_physics\n        users: [{}]\n{robo}", users.join(", "));
+    let text = text.replacen(robo, &onboard, 1);
+    let r = apply_saved(&write("onboard.yaml", &text), "onboard.plan", &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("load"), "{}", r.stderr);
+    assert!(r.stderr.contains("reading the associations of 20 user(s) on every cluster"), "{}", r.stderr);
+    assert!(!r.stderr.contains("reading every cluster"), "{}", r.stderr);
+    assert!(r.stderr.contains("Verified"), "{}", r.stderr);
+    assert_eq!(reads(), (4, 0, 1));
+    // a managed QoS dropped: whether `other` uses it decides, so every cluster is read
+    let managed = "  roots: [hpc_customers]";
+    assert!(text.contains(managed) && text.contains("  downscaled: {}\n"));
+    let dropped =
+        text.replacen(managed, "  qos_prefixes: [down]\n  roots: [hpc_customers]", 1).replace("  downscaled: {}\n", "");
+    let r = apply_saved(&write("drop.yaml", &dropped), "drop.plan", &[]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("reading every cluster: the plan depends on whether QoS `downscaled` is used on another cluster"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("Verified"), "{}", r.stderr);
+    assert_eq!(reads(), (2 + 2, 2, 0));
+    // asked to, it reads every cluster under the lock as before
+    let limit = write("limit.yaml", &dropped.replace("grp_submit_jobs: 0", "grp_submit_jobs: 5"));
+    let before = site.calls();
+    let r = apply_saved(&limit, "limit.plan", &[("SLURMPLAN_READ_ALL_CLUSTERS", "1")]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("Verified"), "{}", r.stderr);
+    assert_eq!(reads(), (4, 2, 0));
+    assert!(site.calls() > before);
+    let p = site.slurmplan(&["plan", "-d", &limit, "--detailed-exitcode"], &[]);
+    assert_eq!(p.code, 0, "{p:?}");
+}
+
+/// A saved plan read on its own clusters is refused as stale when something it covers there
+/// changed, and not when another cluster did: the scoped read checks the same fingerprint.
+#[test]
+fn a_saved_plan_read_scoped_is_stale_only_for_its_own_clusters() {
+    let site = Site::new();
+    add_other_cluster(&site);
+    assert_eq!(site.apply_with(&[], &[]).code, 0);
+    let append = |file: &str, line: &str| {
+        let mut t = std::fs::read_to_string(site.state().join(file)).unwrap();
+        t.push_str(line);
+        rewrite_with_manifest(&site, file, &t);
+    };
+    let limit = site.path("limit.yaml");
+    let text = std::fs::read_to_string(DESIRED).unwrap();
+    std::fs::write(&limit, text.replace("grp_submit_jobs: 0", "grp_submit_jobs: 5")).unwrap();
+    let p = site.path("p.plan");
+    let j = site.path("j.jsonl");
+    let plan = || {
+        let r = site.slurmplan(&["plan", "-d", limit.to_str().unwrap(), "-o", p.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 0, "{r:?}");
+    };
+    let apply =
+        || site.slurmplan(&["apply", p.to_str().unwrap(), "--auto-approve", "--journal", j.to_str().unwrap()], &[]);
+    // another cluster changes: the plan still applies
+    plan();
+    append("assocs.txt", "other|newacct|||root|1||||||||||||\n");
+    let r = apply();
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("Verified"), "{}", r.stderr);
+    // a user association under a managed account of its own cluster changes: stale, nothing run
+    std::fs::write(&limit, text.replace("grp_submit_jobs: 0", "grp_submit_jobs: 6")).unwrap();
+    plan();
+    append("assocs.txt", "rocket|hpc_a_robo|zed|||1||||||||||||\n");
+    append("defaults.txt", "rocket|zed|hpc_a_robo|\n");
+    let before = site.calls();
+    let r = apply();
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("is stale"), "{}", r.stderr);
+    assert_eq!(site.calls(), before);
+}
+
 /// `--cluster` leaves clusters of the desired file out, but not the account records declared
 /// under them: the diff changes such a record through any cluster holding the account. With
 /// the account on a cluster not read, the scoped plan and drift report say so and read every

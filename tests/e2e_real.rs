@@ -533,8 +533,20 @@ fn a_plan_of_one_cluster_reads_it_alone_and_is_the_whole_plan() {
     assert!(!scoped.stderr.contains("reading every cluster"), "{}", scoped.stderr);
     assert!(scoped.stdout.contains("\"load\""), "{}", scoped.stdout);
     assert_eq!(scoped.stdout, whole.stdout);
-    let applied = site.converge(&onboard);
+    // applied from the saved plan: `apply PLAN` reads the plan's cluster and, by name, the
+    // users its steps ask about (the 23 the `load` creates; the known one is added by `add
+    // user`, which asks nothing), not every cluster
+    let saved = site.path("onboard.plan");
+    let r = slurmplan(&["plan", "-d", dir_str(&d), "-o", dir_str(&saved), "--color", "never"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let applied = slurmplan(&["apply", dir_str(&saved), "--auto-approve", "--color", "never"]);
+    assert_eq!(applied.code, 0, "{}\n{}", applied.stdout, applied.stderr);
+    assert!(applied.stderr.contains("the 1 cluster(s) of the plan"), "{}", applied.stderr);
+    assert!(applied.stderr.contains("reading the associations of 23 user(s) on every cluster"), "{}", applied.stderr);
     assert!(!applied.stderr.contains("reading every cluster"), "{}", applied.stderr);
+    assert!(applied.stderr.contains("Verified"), "{}", applied.stderr);
+    let again = slurmplan(&["plan", "-d", dir_str(&d), "--detailed-exitcode", "--color", "never"]);
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
 }
 
 #[test]

@@ -13,9 +13,9 @@ use slurmplan::plan::{self, Plan, Step};
 use slurmplan::render::{self, Format, Options};
 
 use super::args::ApplyArgs;
-use super::planning::build_plan_locked;
+use super::planning::{build_plan_locked, read_every, whole_read_asked};
 use super::settings::{Reader, Settings};
-use super::state::{clusters_state, current_state};
+use super::state::{clusters_state, read_state, scoped_state, users_seen, warn_unsplit};
 use super::{EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, Failure, Outcome};
 
 struct Lines;
@@ -126,7 +126,7 @@ pub fn run(s: &Settings, a: ApplyArgs) -> Outcome {
             // Cluster names are checked (and encoded) before a lock file is named after them.
             let lock_dir = lock_dir(s)?;
             let _locks = take_lock(&lock_dir, &plan, a.lock_timeout)?;
-            let current = current_state(s, None)?;
+            let (current, unread) = saved_plan_state(s, &plan)?;
             let now = plan.fingerprint_of(&current);
             if now != plan.current_fingerprint {
                 return Err(Failure::new(format!(
@@ -136,8 +136,8 @@ pub fn run(s: &Settings, a: ApplyArgs) -> Outcome {
                 .cause(format!("planned against {}, current is {now}", plan.current_fingerprint))
                 .hint("run `slurmplan plan -o FILE` again, review it, and apply the new plan"));
             }
-            refuse_unsound(path, &plan, &current)?;
-            execute(s, &Exec::of(&a), plan, (current, Default::default()), lock_dir, _locks, &mut 0)
+            refuse_unsound(path, &plan, &current, &unread)?;
+            execute(s, &Exec::of(&a), plan, (current, unread), lock_dir, _locks, &mut 0)
         }
         (None, Some(d)) => {
             // Load, lock, then read once: the desired file is parsed once, its clusters (after
@@ -195,10 +195,40 @@ fn confirm_and_execute(
     execute(s, &Exec::of(a), plan, current, lock_dir, locks, &mut 0)
 }
 
+/// The current state a saved plan runs on, read under its lock: live beside other clusters,
+/// the clusters its fingerprint covers and its steps name first, every cluster when the plan
+/// depends on them (`pipeline::state_for_saved_plan`; `SLURMPLAN_READ_ALL_CLUSTERS=1` reads
+/// every cluster at once). Rows that cannot be split are warnings, as for any read without a
+/// desired file.
+fn saved_plan_state(s: &Settings, plan: &Plan) -> Result<Current, Failure> {
+    let whole = |why: Option<&str>| match why {
+        Some(why) => read_every(s, why, true),
+        None => read_state(s, None, true),
+    };
+    let (state, unsplit, unread) = if whole_read_asked()? {
+        whole(None).map(|(state, unsplit)| (state, unsplit, Default::default()))?
+    } else {
+        slurmplan::pipeline::state_for_saved_plan(
+            plan,
+            |clusters| scoped_state(s, clusters, "plan", true),
+            |users| users_seen(s, users, true),
+            whole,
+            |current, unread| apply::replay_past_scope(current, unread, plan),
+        )?
+    };
+    warn_unsplit(&unsplit);
+    Ok((state, unread))
+}
+
 /// Before the first write: every step of a plan file must be one `plan` could have made for
 /// the current state (apply::check); otherwise nothing runs.
-fn refuse_unsound(path: &std::path::Path, plan: &Plan, current: &slurmplan::model::State) -> Result<(), Failure> {
-    let problems = apply::check::check(plan, current);
+fn refuse_unsound(
+    path: &std::path::Path,
+    plan: &Plan,
+    current: &slurmplan::model::State,
+    unread: &plan::Unread,
+) -> Result<(), Failure> {
+    let problems = apply::check::check(plan, current, unread);
     if problems.is_empty() {
         return Ok(());
     }

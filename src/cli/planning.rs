@@ -132,7 +132,7 @@ fn plan_scoped_live(
     pipeline::plan_scoped(
         req,
         d,
-        |clusters| scoped_state(s, clusters, true),
+        |clusters| scoped_state(s, clusters, "desired file", true),
         |users| users_seen(s, users, true),
         |why| read_every(s, why, true),
         printer,
@@ -150,7 +150,7 @@ fn scoped_read(s: &Settings, state_dir: Option<&Path>, targets: &[String]) -> Re
 
 /// Every cluster, read after a scoped read could not stand for it; says why on stderr when
 /// `progress`.
-fn read_every(s: &Settings, why: &str, progress: bool) -> Result<(State, Vec<Unsplit>), Failure> {
+pub(super) fn read_every(s: &Settings, why: &str, progress: bool) -> Result<(State, Vec<Unsplit>), Failure> {
     if progress {
         eprintln!("reading every cluster: the plan depends on {why}");
     }
@@ -159,7 +159,7 @@ fn read_every(s: &Settings, why: &str, progress: bool) -> Result<(State, Vec<Uns
 
 /// `SLURMPLAN_READ_ALL_CLUSTERS=1`: `plan` reads every cluster, as before scoped reads (to
 /// compare, or to rule them out); unset or `0`: scoped reads. Anything else is refused.
-fn whole_read_asked() -> Result<bool, Failure> {
+pub(super) fn whole_read_asked() -> Result<bool, Failure> {
     match std::env::var("SLURMPLAN_READ_ALL_CLUSTERS") {
         Err(std::env::VarError::NotPresent) => Ok(false),
         Ok(v) if v == "0" => Ok(false),
@@ -212,7 +212,7 @@ pub fn resolve_quietly(
     let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
     pipeline::resolve_scoped(
         d,
-        |clusters| scoped_state(s, clusters, false),
+        |clusters| scoped_state(s, clusters, "desired file", false),
         |why| read_every(s, why, false),
         &mut printer,
     )

@@ -50,18 +50,20 @@ pub fn listed_clusters(s: &Settings) -> Result<Option<BTreeSet<Name>>, Failure> 
     Ok(live::cluster_names(s.reader()?.transport()))
 }
 
-/// The state of `clusters` alone, live, for a plan of them (`pipeline::plan_scoped`), with the
-/// clusters slurmdbd lists beside them; progress on stderr when `progress`.
+/// The state of `clusters` alone, live, for a plan of them (`pipeline::plan_scoped`) or a saved
+/// plan's apply, with the clusters slurmdbd lists beside them; progress on stderr when
+/// `progress`, naming them the clusters of `whose` ("desired file", "plan").
 pub fn scoped_state(
     s: &Settings,
     clusters: &BTreeSet<Name>,
+    whose: &str,
     progress: bool,
 ) -> Result<slurmplan::pipeline::ScopedRead, Failure> {
     let r = s.reader()?;
     let via = r.describe()?;
     if progress {
         eprintln!(
-            "reading current state live through {via}: the {} cluster(s) of the desired file ({})...",
+            "reading current state live through {via}: the {} cluster(s) of the {whose} ({})...",
             clusters.len(),
             reads_note()
         );
@@ -124,7 +126,7 @@ pub fn clusters_state(s: &Settings, clusters: &BTreeSet<Name>, progress: bool) -
 }
 
 /// Each row that cannot be split, as a warning.
-fn warn_unsplit(unsplit: &[parse::Unsplit]) {
+pub(super) fn warn_unsplit(unsplit: &[parse::Unsplit]) {
     let mut w: Vec<Diagnostic> = unsplit
         .iter()
         .map(|u| u.diagnostic(false, "rename the object in slurmdbd (a name without `|`) to have it read"))

@@ -6,17 +6,18 @@
 
 use slurmplan_model::State;
 use slurmplan_plan::Plan;
-use slurmplan_rules::RuleModel;
+use slurmplan_rules::{RuleModel, Unread};
 
 /// Every problem of `plan` against `current`; empty when it may run. The replay stops at the
-/// first step that does not apply (the later ones would only repeat it).
-pub fn check(plan: &Plan, current: &State) -> Vec<String> {
+/// first step that does not apply (the later ones would only repeat it). `unread`: what is
+/// known of the clusters slurmdbd holds that `current` leaves out (nothing for a whole read).
+pub fn check(plan: &Plan, current: &State, unread: &Unread) -> Vec<String> {
     let problems = slurmplan_plan::check::step_problems(plan);
     if !problems.is_empty() {
         return problems;
     }
     let mut problems = Vec::new();
-    let mut sim = RuleModel::new(current.clone());
+    let mut sim = RuleModel::scoped(current.clone(), unread.clone());
     for step in &plan.steps {
         if let Err(e) = sim.apply(&step.command) {
             problems.push(format!("step {} does not apply to the current state: {}", step.number, e.message));
@@ -62,7 +63,7 @@ mod tests {
     fn a_planned_plan_passes() {
         let (current, plan) = site_a();
         assert!(!plan.steps.is_empty());
-        assert_eq!(check(&plan, &current), Vec::<String>::new());
+        assert_eq!(check(&plan, &current, &Unread::default()), Vec::<String>::new());
     }
 
     #[test]
@@ -98,12 +99,12 @@ mod tests {
         ];
         for (command, want) in cases {
             let p = with_step(&plan, command.clone());
-            let problems = check(&p, &current);
+            let problems = check(&p, &current, &Unread::default());
             assert!(problems.iter().any(|e| e.contains(want)), "{command:?}: {problems:?}");
         }
         // an argv that is not its command's
         let mut p = plan.clone();
         p.steps[0].argv.push("extra".into());
-        assert!(check(&p, &current).iter().any(|e| e.contains("argv")));
+        assert!(check(&p, &current, &Unread::default()).iter().any(|e| e.contains("argv")));
     }
 }

@@ -407,17 +407,8 @@ pub fn plan_scoped<E>(
                             None => break first,
                         },
                     };
-                let names: Vec<String> = users.iter().map(|u| u.as_str().to_string()).collect();
-                let seen = read_users(&names).map_err(Refusal::Current)?;
+                learn_users(&current, &mut unread, users, &mut read_users).map_err(Refusal::Current)?;
                 clock.lap(&mut held, "read the associations of the users asked about, on every cluster");
-                // a row on a cluster not read (listed then, or added since) is one elsewhere
-                let elsewhere: BTreeSet<&str> = seen
-                    .iter()
-                    .filter(|(c, _)| !current.clusters.keys().any(|k| k.as_str() == c))
-                    .map(|(_, u)| u.as_str())
-                    .collect();
-                unread.users_elsewhere.extend(users.iter().filter(|u| elsewhere.contains(u.as_str())).cloned());
-                unread.users_asked.extend(users);
             }
         }
     };
@@ -434,6 +425,74 @@ fn users_to_read(users: BTreeSet<Name>, unread: &Unread, round: &mut usize) -> O
         && unread.users_asked.len() + users.len() <= USERS_ASKED_AT_MOST
         && users.iter().all(|u| slurmplan_sacctmgr::reads::filterable_user(u.as_str()));
     fits.then_some(users)
+}
+
+/// Read `users`' associations on every cluster (`read_users`) into `unread`: which were
+/// asked, and which have one on a cluster `current` leaves out.
+fn learn_users<E>(
+    current: &State,
+    unread: &mut Unread,
+    users: BTreeSet<Name>,
+    read_users: &mut impl FnMut(&[String]) -> Result<UsersSeen, E>,
+) -> Result<(), E> {
+    let names: Vec<String> = users.iter().map(|u| u.as_str().to_string()).collect();
+    let seen = read_users(&names)?;
+    // a row on a cluster not read (listed then, or added since) is one elsewhere
+    let elsewhere: BTreeSet<&str> = seen
+        .iter()
+        .filter(|(c, _)| !current.clusters.keys().any(|k| k.as_str() == c))
+        .map(|(_, u)| u.as_str())
+        .collect();
+    unread.users_elsewhere.extend(users.iter().filter(|u| elsewhere.contains(u.as_str())).cloned());
+    unread.users_asked.extend(users);
+    Ok(())
+}
+
+/// The state a saved plan is applied to (`apply PLAN`): with a scoped fingerprint (format 2),
+/// the clusters it covers and those the steps name first (`read_scope`), standing when
+/// `replay(state, unread)` (the plan's steps replayed in `rules::RuleModel::scoped`) asked
+/// nothing another cluster could answer differently; questions about users only are answered
+/// by reading those users by name (`read_users`, as [`plan_scoped`] does); anything else, a
+/// step that does not replay there, or a whole-state fingerprint (format 1) reads every cluster
+/// (`read_whole(why)`). What the fingerprint covers is the same in either read, so the stale
+/// check and the replay's answers are those of the whole state. docs/decisions.md, "Reads
+/// scoped to the plan's clusters".
+pub fn state_for_saved_plan<E>(
+    plan: &Plan,
+    read_scope: impl FnOnce(&BTreeSet<Name>) -> Result<ScopedRead, E>,
+    mut read_users: impl FnMut(&[String]) -> Result<UsersSeen, E>,
+    read_whole: impl FnOnce(Option<&str>) -> Result<(State, Vec<Unsplit>), E>,
+    replay: impl Fn(&State, &Unread) -> Option<PastScope>,
+) -> Result<(State, Vec<Unsplit>, Unread), E> {
+    let whole = |why: Option<&str>| read_whole(why).map(|(state, unsplit)| (state, unsplit, Unread::default()));
+    let Some(scope) = &plan.scope else { return whole(None) };
+    let clusters: BTreeSet<Name> =
+        scope.clusters.keys().cloned().chain(plan.steps.iter().filter_map(|s| s.command.cluster().cloned())).collect();
+    let (current, unsplit, left_out) = read_scope(&clusters)?;
+    if left_out.is_empty() {
+        return Ok((current, unsplit, Unread::default()));
+    }
+    let mut unread = Unread::clusters(left_out);
+    let mut round = 0;
+    let why = loop {
+        let Some(asked) = replay(&current, &unread) else {
+            break "whether its steps, which do not all replay on its own clusters, replay on every cluster"
+                .to_string();
+        };
+        if asked.is_empty() {
+            return Ok((current, unsplit, unread));
+        }
+        if let Some(why) = asked.whole {
+            break why;
+        }
+        let first = asked.first.unwrap_or_default();
+        match users_to_read(asked.users, &unread, &mut round) {
+            Some(users) => learn_users(&current, &mut unread, users, &mut read_users)?,
+            None => break first,
+        }
+    };
+    drop((current, unsplit));
+    whole(Some(&why))
 }
 
 /// Why a scoped attempt does not stand: a question only every cluster answers (or a refusal),
