@@ -6,8 +6,11 @@
 # the live no-change plans of `big` alone (one.yaml) and of every cluster (all.yaml) and the drift
 # report of `big` alone, and prints
 # the medians, each plan's ratio to the slowest single read it needs, and a markdown table.
-# With SP_BASE=/path/to/other/slurmplan, every round also times both plans and the drift report
-# with that build and the table gives new/base.
+# Each round also applies a saved plan (`plan -o`, untimed, then `apply PLAN`, timed) that
+# toggles the fairshare of an account `bench_toggle` on big, which one.yaml and all.yaml do not
+# manage (toggle-A.yaml / toggle-B.yaml manage it alone, under root).
+# With SP_BASE=/path/to/other/slurmplan, every round also times both plans, the drift report
+# and the apply with that build and the table gives new/base.
 # Each site: `slurmplan-gen --drift 0` with N/20 accounts, N/5 users and N user associations
 # (N = BIG_ASSOCS or SMALL_ASSOCS); account names repeat across clusters, as on real sites. Each
 # cluster gets its own --seed, which a --drift 0 site does not depend on. Reads "all clusters"
@@ -173,6 +176,17 @@ for bin in "$SP" ${base:+"$base"}; do
   check_empty "$bin" "$work/all.yaml"
 done
 
+# The account the saved-plan applies toggle (fairshare 7 <-> 9); made now if missing.
+toggle_yaml() { # toggle_yaml FAIRSHARE
+  printf 'version: 1\nmanaged:\n  prefixes: [bench_]\nclusters:\n  big:\n    accounts:\n      bench_toggle:\n        parent: root\n        fairshare: %s\n' "$1"
+}
+toggle_yaml 7 >"$work/toggle-A.yaml"
+toggle_yaml 9 >"$work/toggle-B.yaml"
+"$SP" --sacctmgr "$S" --timeout 1200 --color never apply -d "$work/toggle-A.yaml" --auto-approve \
+  --lock-dir "$work/locks" --journal "$work/toggle-setup.jsonl" >/dev/null 2>"$work/toggle-setup.err" ||
+  { cat "$work/toggle-setup.err" >&2; die "cannot set up bench_toggle on big"; }
+toggle_next=B
+
 # --- the timed commands ---------------------------------------------------------------------------
 tm() { # tm LABEL CMD...: run CMD (argv, stdout dropped), append its wall time to times/LABEL
   local label=$1 s rc=0
@@ -181,6 +195,14 @@ tm() { # tm LABEL CMD...: run CMD (argv, stdout dropped), append its wall time t
   "$@" >/dev/null 2>"$work/err" || rc=$?
   [ "$rc" -eq 0 ] || { cat "$work/err" >&2; die "exit $rc (2 = the plan is not empty): $*"; }
   since "$s" >>"$work/times/$label"
+}
+apply_saved() { # apply_saved LABEL BINARY: plan the next toggle (untimed), time BINARY's apply of it
+  local p="$work/toggle.plan"
+  "$SP" --sacctmgr "$S" --timeout 1200 --color never plan -d "$work/toggle-$toggle_next.yaml" -o "$p" \
+    >/dev/null 2>"$work/err" || { cat "$work/err" >&2; die "plan -o of toggle-$toggle_next.yaml failed"; }
+  tm "$1" "$2" --sacctmgr "$S" --timeout 1200 --color never apply "$p" --auto-approve \
+    --lock-dir "$work/locks" --journal "$work/toggle.jsonl"
+  if [ "$toggle_next" = A ]; then toggle_next=B; else toggle_next=A; fi
 }
 unit() { # unit NAME: one timed command (or, for `each`, the per-cluster reads in sequence)
   case "$1" in
@@ -198,11 +220,13 @@ unit() { # unit NAME: one timed command (or, for `each`, the per-cluster reads i
     base_all) tm base_all plan "$base" "$work/all.yaml" ;;
     drift_one) tm drift_one drift "$SP" "$work/one.yaml" ;;
     base_drift_one) tm base_drift_one drift "$base" "$work/one.yaml" ;;
+    apply_one) apply_saved apply_one "$SP" ;;
+    base_apply_one) apply_saved base_apply_one "$base" ;;
     *) die "unknown unit $1" ;;
   esac
 }
-units=(assoc_all each od_all od_big plan_one plan_all drift_one)
-[ -z "$base" ] || units+=(base_one base_all base_drift_one)
+units=(assoc_all each od_all od_big plan_one plan_all drift_one apply_one)
+[ -z "$base" ] || units+=(base_one base_all base_drift_one base_apply_one)
 nu=${#units[@]}
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq 1 "$runs"); do
@@ -269,6 +293,7 @@ row "show assoc onlydefaults cluster=big" "${med[od_big]}"
 row "slurmplan plan one.yaml (big, no change)" "${med[plan_one]}" plan_one "$floor_one"
 row "slurmplan plan all.yaml (every cluster, no change)" "${med[plan_all]}" plan_all "$floor_all"
 row "slurmplan drift one.yaml (big, in sync)" "${med[drift_one]}" drift_one "$floor_one"
+row "slurmplan apply PLAN (a fairshare on big; write and verification included)" "${med[apply_one]}" apply_one
 echo
 echo "one.yaml: / max(show assoc cluster=big, onlydefaults cluster=big) = $floor_one s;" \
   "all.yaml: / the slowest per-cluster read (show assoc cluster=$slowest) = $floor_all s."
