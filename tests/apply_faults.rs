@@ -54,6 +54,16 @@ impl Site {
         }
         run(&mut c)
     }
+    /// The fake's reads since the last call (its argv log, emptied): of `rocket`, of `other`
+    /// (per-cluster reads), and of users by name on every cluster.
+    fn reads_since(&self) -> (usize, usize, usize) {
+        let log = std::fs::read_to_string(self.state().join("argv.log")).unwrap_or_default();
+        let _ = std::fs::remove_file(self.state().join("argv.log"));
+        let of = |c: &str| {
+            log.lines().filter(|l| l.contains("\"show\"") && l.contains(&format!("\"cluster={c}\"]"))).count()
+        };
+        (of("rocket"), of("other"), log.lines().filter(|l| l.contains("\"format=Cluster,User\"")).count())
+    }
     /// Write calls the fake received.
     fn calls(&self) -> u64 {
         std::fs::read_to_string(self.state().join("calls")).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
@@ -461,15 +471,6 @@ fn plan_reads_only_the_planned_clusters_unless_it_asks_of_others() {
 fn an_apply_reads_the_clusters_it_plans_and_verifies_the_ones_it_changed() {
     let site = Site::new();
     add_other_cluster(&site);
-    // the reads of `rocket` and of `other` since the last call
-    let reads = || {
-        let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap_or_default();
-        let _ = std::fs::remove_file(site.state().join("argv.log"));
-        let of = |c: &str| {
-            log.lines().filter(|l| l.contains("\"show\"") && l.contains(&format!("\"cluster={c}\"]"))).count()
-        };
-        (of("rocket"), of("other"))
-    };
     let r = site.apply_with(&[], &[]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(
@@ -479,7 +480,7 @@ fn an_apply_reads_the_clusters_it_plans_and_verifies_the_ones_it_changed() {
     );
     assert!(r.stderr.contains("reading every cluster: the plan depends on the first cluster holding"), "{}", r.stderr);
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
-    assert_eq!(reads(), (6, 2));
+    assert_eq!(site.reads_since(), (6, 2, 0));
     assert!(site.calls() > 0);
     let limit = site.path("limit.yaml");
     let text = std::fs::read_to_string(DESIRED).unwrap();
@@ -491,7 +492,7 @@ fn an_apply_reads_the_clusters_it_plans_and_verifies_the_ones_it_changed() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(!r.stderr.contains("reading every cluster"), "{}", r.stderr);
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
-    assert_eq!(reads(), (4, 0));
+    assert_eq!(site.reads_since(), (4, 0, 0));
     assert!(site.calls() > before);
     let p = site.slurmplan(&["plan", "-d", limit.to_str().unwrap(), "--detailed-exitcode"], &[]);
     assert_eq!(p.code, 0, "{p:?}");
@@ -504,20 +505,11 @@ fn an_apply_reads_the_clusters_it_plans_and_verifies_the_ones_it_changed() {
 fn a_saved_plan_reads_its_clusters_and_every_cluster_only_when_it_depends_on_them() {
     let site = Site::new();
     add_other_cluster(&site);
-    // (reads of `rocket`, reads of `other`, reads of users by name) since the last call
-    let reads = || {
-        let log = std::fs::read_to_string(site.state().join("argv.log")).unwrap_or_default();
-        let _ = std::fs::remove_file(site.state().join("argv.log"));
-        let of = |c: &str| {
-            log.lines().filter(|l| l.contains("\"show\"") && l.contains(&format!("\"cluster={c}\"]"))).count()
-        };
-        (of("rocket"), of("other"), log.lines().filter(|l| l.contains("\"format=Cluster,User\"")).count())
-    };
     let apply_saved = |desired: &str, name: &str, env: &[(&str, &str)]| {
         let p = site.path(name);
         let r = site.slurmplan(&["plan", "-d", desired, "-o", p.to_str().unwrap()], &[]);
         assert_eq!(r.code, 0, "{r:?}");
-        reads();
+        site.reads_since();
         let j = site.path(&format!("{name}.jsonl"));
         site.slurmplan(&["apply", p.to_str().unwrap(), "--auto-approve", "--journal", j.to_str().unwrap()], env)
     };
@@ -527,7 +519,7 @@ fn a_saved_plan_reads_its_clusters_and_every_cluster_only_when_it_depends_on_the
     assert_eq!(r.code, 0, "{r:?}");
     assert!(!r.stderr.contains("reading every cluster"), "{}", r.stderr);
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
-    assert_eq!(reads(), (4, 0, 0));
+    assert_eq!(site.reads_since(), (4, 0, 0));
     let text = std::fs::read_to_string(DESIRED).unwrap();
     let write = |name: &str, text: &str| {
         let p = site.path(name);
@@ -548,7 +540,7 @@ fn a_saved_plan_reads_its_clusters_and_every_cluster_only_when_it_depends_on_the
     assert!(r.stderr.contains("reading the associations of 20 user(s) on every cluster"), "{}", r.stderr);
     assert!(!r.stderr.contains("reading every cluster"), "{}", r.stderr);
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
-    assert_eq!(reads(), (4, 0, 1));
+    assert_eq!(site.reads_since(), (4, 0, 1));
     // a managed QoS dropped: whether `other` uses it decides, so every cluster is read
     let managed = "  roots: [hpc_customers]";
     assert!(text.contains(managed) && text.contains("  downscaled: {}\n"));
@@ -563,14 +555,14 @@ fn a_saved_plan_reads_its_clusters_and_every_cluster_only_when_it_depends_on_the
         r.stderr
     );
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
-    assert_eq!(reads(), (2 + 2, 2, 0));
+    assert_eq!(site.reads_since(), (2 + 2, 2, 0));
     // asked to, it reads every cluster under the lock as before
     let limit = write("limit.yaml", &dropped.replace("grp_submit_jobs: 0", "grp_submit_jobs: 5"));
     let before = site.calls();
     let r = apply_saved(&limit, "limit.plan", &[("SLURMPLAN_READ_ALL_CLUSTERS", "1")]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("Verified"), "{}", r.stderr);
-    assert_eq!(reads(), (4, 2, 0));
+    assert_eq!(site.reads_since(), (4, 2, 0));
     assert!(site.calls() > before);
     let p = site.slurmplan(&["plan", "-d", &limit, "--detailed-exitcode"], &[]);
     assert_eq!(p.code, 0, "{p:?}");
