@@ -956,55 +956,62 @@ fn kill_9_leaves_the_running_step_in_the_journal() {
 }
 
 /// A plan file edited by someone who recomputes its checksum: every step is checked before the
-/// first write, and any refusal means nothing runs.
+/// first write, and any refusal means nothing runs, beside another cluster too.
 #[test]
 fn edited_and_rechecksummed_plans_run_nothing() {
     use slurmplan::plan::{Phase, Step, file};
     let raw = |s: &str| -> slurmplan::model::Name { serde_json::from_value(serde_json::json!(s)).unwrap() };
-    let site = Site::new();
-    let (p, _) = site.plan_file();
-    let plan = file::read(&p).unwrap();
-    let cluster = raw("rocket");
-    let cases: Vec<(SCommand, &str)> = vec![
-        (
-            SCommand::DeleteAccount { cluster: cluster.clone(), names: vec![raw("hpc_c_tartu"), raw("root")] },
-            "deletes account `root`",
-        ),
-        (SCommand::DeleteQos { names: vec![] }, "names no QoS"),
-        (SCommand::DeleteQos { names: vec![raw("normal;touch pwned")] }, "invalid QoS name"),
-        (SCommand::DeleteQos { names: vec![raw("x\u{1b}]0;owned\u{7}")] }, "invalid QoS name"),
-        (SCommand::DeleteQos { names: vec![raw("nosuch")] }, "does not apply to the current state"),
-    ];
-    for (command, want) in cases {
-        let mut edited = plan.clone();
-        edited.steps.push(Step {
-            number: edited.steps.len() + 1,
-            phase: Phase::QosDelete,
-            argv: command.argv(),
-            command,
-            causes: vec![],
-            note: None,
-        });
-        std::fs::write(&p, file::to_json(&edited)).unwrap();
-        let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
-        assert_eq!(r.code, 1, "{r:?}");
-        assert!(r.stderr.contains(want), "{want}: {}", r.stderr);
-        assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes printed: {:?}", r.stderr);
-        assert_eq!(site.calls(), 0);
-        // `show` refuses it too, without printing its names raw
-        let r = site.slurmplan(&["show", p.to_str().unwrap()], &[]);
-        if want == "does not apply to the current state" {
-            assert_eq!(r.code, 0, "{r:?}");
-        } else {
-            assert_eq!(r.code, 1, "{r:?}");
-            assert!(r.stderr.contains("never plans") && r.stdout.is_empty(), "{r:?}");
+    // on a site of one cluster, and beside another (`apply PLAN` then reads the plan's cluster
+    // first and replays the steps there: only checked steps reach that replay)
+    for other in [false, true] {
+        let site = Site::new();
+        if other {
+            add_other_cluster(&site);
         }
-        assert!(!r.stderr.contains('\u{1b}') && !r.stdout.contains('\u{1b}'), "raw escapes printed: {r:?}");
+        let (p, _) = site.plan_file();
+        let plan = file::read(&p).unwrap();
+        let cluster = raw("rocket");
+        let cases: Vec<(SCommand, &str)> = vec![
+            (
+                SCommand::DeleteAccount { cluster: cluster.clone(), names: vec![raw("hpc_c_tartu"), raw("root")] },
+                "deletes account `root`",
+            ),
+            (SCommand::DeleteQos { names: vec![] }, "names no QoS"),
+            (SCommand::DeleteQos { names: vec![raw("normal;touch pwned")] }, "invalid QoS name"),
+            (SCommand::DeleteQos { names: vec![raw("x\u{1b}]0;owned\u{7}")] }, "invalid QoS name"),
+            (SCommand::DeleteQos { names: vec![raw("nosuch")] }, "does not apply to the current state"),
+        ];
+        for (command, want) in cases {
+            let mut edited = plan.clone();
+            edited.steps.push(Step {
+                number: edited.steps.len() + 1,
+                phase: Phase::QosDelete,
+                argv: command.argv(),
+                command,
+                causes: vec![],
+                note: None,
+            });
+            std::fs::write(&p, file::to_json(&edited)).unwrap();
+            let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+            assert_eq!(r.code, 1, "{r:?}");
+            assert!(r.stderr.contains(want), "{want}: {}", r.stderr);
+            assert!(!r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{7}'), "raw escapes printed: {:?}", r.stderr);
+            assert_eq!(site.calls(), 0);
+            // `show` refuses it too, without printing its names raw
+            let r = site.slurmplan(&["show", p.to_str().unwrap()], &[]);
+            if want == "does not apply to the current state" {
+                assert_eq!(r.code, 0, "{r:?}");
+            } else {
+                assert_eq!(r.code, 1, "{r:?}");
+                assert!(r.stderr.contains("never plans") && r.stdout.is_empty(), "{r:?}");
+            }
+            assert!(!r.stderr.contains('\u{1b}') && !r.stdout.contains('\u{1b}'), "raw escapes printed: {r:?}");
+        }
+        // the plan as made still applies
+        std::fs::write(&p, file::to_json(&plan)).unwrap();
+        let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
+        assert_eq!(r.code, 0, "{r:?}");
     }
-    // the plan as made still applies
-    std::fs::write(&p, file::to_json(&plan)).unwrap();
-    let r = site.slurmplan(&["apply", p.to_str().unwrap()], &[]);
-    assert_eq!(r.code, 0, "{r:?}");
 }
 
 /// With SLURMPLAN_PLAN_KEY_FILE, `plan -o` signs and `apply` takes only plans signed with that

@@ -165,8 +165,13 @@ pub fn expected_state(current: &State, unread: &Unread, plan: &Plan) -> Option<S
 
 /// What replaying `plan` on `current` asked that a cluster `current` leaves out could answer
 /// differently (`RuleModel::scoped`; empty: the replay holds on every cluster), or `None` if a
-/// step does not replay on it. `apply PLAN` reads the plan's clusters alone when this is empty.
+/// step does not replay on it, or fails the checks of every plan file (`plan::check`: only
+/// checked steps reach the model, as in [`check::check`]). `apply PLAN` reads the plan's
+/// clusters alone when this is empty.
 pub fn replay_past_scope(current: &State, unread: &Unread, plan: &Plan) -> Option<PastScope> {
+    if !slurmplan_plan::check::step_problems(plan).is_empty() {
+        return None;
+    }
     let mut sim = RuleModel::scoped(current.clone(), unread.clone());
     for s in &plan.steps {
         sim.apply(&s.command).ok()?;
