@@ -213,7 +213,7 @@ fn saved_plan_state(s: &Settings, plan: &Plan) -> Result<Current, Failure> {
             |clusters| scoped_state(s, clusters, "plan", true),
             |users| users_seen(s, users, true),
             whole,
-            |current, unread| apply::replay_past_scope(current, unread, plan),
+            |current, unread| apply::check::replay(plan, current, unread).ok(),
         )?
     };
     warn_unsplit(&unsplit);

@@ -6,25 +6,31 @@
 
 use slurmplan_model::State;
 use slurmplan_plan::Plan;
-use slurmplan_rules::{RuleModel, Unread};
+use slurmplan_rules::{PastScope, RuleModel, Unread};
 
-/// Every problem of `plan` against `current`; empty when it may run. The replay stops at the
-/// first step that does not apply (the later ones would only repeat it). `unread`: what is
-/// known of the clusters slurmdbd holds that `current` leaves out (nothing for a whole read).
+/// Every problem of `plan` against `current`; empty when it may run ([`replay`]'s problems).
 pub fn check(plan: &Plan, current: &State, unread: &Unread) -> Vec<String> {
+    replay(plan, current, unread).err().unwrap_or_default()
+}
+
+/// The checks of every plan file, then the whole sequence replayed on `current` in the rules
+/// model: the questions the replay answered that a cluster `current` leaves out could answer
+/// differently (`RuleModel::scoped`; `unread` says what is known of those clusters, nothing for
+/// a whole read: then none), or every problem. The replay stops at the first step that does
+/// not apply (the later ones would only repeat it). `apply PLAN` reads the plan's clusters
+/// alone when this asks nothing.
+pub fn replay(plan: &Plan, current: &State, unread: &Unread) -> Result<PastScope, Vec<String>> {
     let problems = slurmplan_plan::check::step_problems(plan);
     if !problems.is_empty() {
-        return problems;
+        return Err(problems);
     }
-    let mut problems = Vec::new();
     let mut sim = RuleModel::scoped(current.clone(), unread.clone());
     for step in &plan.steps {
         if let Err(e) = sim.apply(&step.command) {
-            problems.push(format!("step {} does not apply to the current state: {}", step.number, e.message));
-            break;
+            return Err(vec![format!("step {} does not apply to the current state: {}", step.number, e.message)]);
         }
     }
-    problems
+    Ok(sim.past_scope().clone())
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use outcome::{Outcome, tail};
 use slurmplan_diff::{self as diff, Change};
 use slurmplan_model::{Name, State};
 use slurmplan_plan::{Plan, Step};
-use slurmplan_rules::{PastScope, RuleModel, Unread};
+use slurmplan_rules::{RuleModel, Unread};
 use slurmplan_sacctmgr::command::Command;
 
 /// Progress callbacks (the cli implements them with a bar or plain lines).
@@ -161,22 +161,6 @@ pub fn expected_state(current: &State, unread: &Unread, plan: &Plan) -> Option<S
         sim.apply(&s.command).ok()?;
     }
     sim.looked_past_scope().is_none().then_some(sim.state)
-}
-
-/// What replaying `plan` on `current` asked that a cluster `current` leaves out could answer
-/// differently (`RuleModel::scoped`; empty: the replay holds on every cluster), or `None` if a
-/// step does not replay on it, or fails the checks of every plan file (`plan::check`: only
-/// checked steps reach the model, as in [`check::check`]). `apply PLAN` reads the plan's
-/// clusters alone when this is empty.
-pub fn replay_past_scope(current: &State, unread: &Unread, plan: &Plan) -> Option<PastScope> {
-    if !slurmplan_plan::check::step_problems(plan).is_empty() {
-        return None;
-    }
-    let mut sim = RuleModel::scoped(current.clone(), unread.clone());
-    for s in &plan.steps {
-        sim.apply(&s.command).ok()?;
-    }
-    Some(sim.past_scope().clone())
 }
 
 /// What an applied plan left different from `expected` in the state read `after` it: the diff

@@ -479,14 +479,12 @@ pub fn state_for_saved_plan<E>(
             break "whether its steps, which do not all replay on its own clusters, replay on every cluster"
                 .to_string();
         };
-        if asked.is_empty() {
-            return Ok((current, unsplit, unread));
-        }
-        if let Some(why) = asked.whole {
-            break why;
-        }
-        let first = asked.first.unwrap_or_default();
-        match users_to_read(asked.users, &unread, &mut round) {
+        let (users, first) = match fallback(asked) {
+            None => return Ok((current, unsplit, unread)),
+            Some(Fallback::Whole(why)) => break why,
+            Some(Fallback::Users { users, first }) => (users, first),
+        };
+        match users_to_read(users, &unread, &mut round) {
             Some(users) => learn_users(&current, &mut unread, users, &mut read_users)?,
             None => break first,
         }
@@ -517,10 +515,19 @@ fn order_in_scope(
         .map_err(|_| {
         Fallback::Whole("whether its refusal on the planned clusters alone holds on every cluster".into())
     })?;
+    match fallback(asked) {
+        None => Ok(plan),
+        Some(why) => Err(why),
+    }
+}
+
+/// What the questions a scoped attempt asked call for: nothing (`None`: it stands), the whole
+/// read, or a read of some users by name.
+fn fallback(asked: PastScope) -> Option<Fallback> {
     match asked {
-        PastScope { first: None, .. } => Ok(plan),
-        PastScope { whole: Some(why), .. } => Err(Fallback::Whole(why)),
-        PastScope { first: Some(first), users, whole: None } => Err(Fallback::Users { users, first }),
+        PastScope { first: None, .. } => None,
+        PastScope { whole: Some(why), .. } => Some(Fallback::Whole(why)),
+        PastScope { first: Some(first), users, whole: None } => Some(Fallback::Users { users, first }),
     }
 }
 
