@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::cli::{FAKE, Run, copy_example_state, run, sh_script, slurmplan_cmd};
+use common::fake;
 
 use slurmplan::rules::RuleModel;
 use slurmplan::sacctmgr::command::Command as SCommand;
@@ -54,15 +55,9 @@ impl Site {
         }
         run(&mut c)
     }
-    /// The fake's reads since the last call (its argv log, emptied): of `rocket`, of `other`
-    /// (per-cluster reads), and of users by name on every cluster.
+    /// The fake's reads since the last call (`common::fake::reads_since`).
     fn reads_since(&self) -> (usize, usize, usize) {
-        let log = std::fs::read_to_string(self.state().join("argv.log")).unwrap_or_default();
-        let _ = std::fs::remove_file(self.state().join("argv.log"));
-        let of = |c: &str| {
-            log.lines().filter(|l| l.contains("\"show\"") && l.contains(&format!("\"cluster={c}\"]"))).count()
-        };
-        (of("rocket"), of("other"), log.lines().filter(|l| l.contains("\"format=Cluster,User\"")).count())
+        fake::reads_since(&self.state())
     }
     /// Write calls the fake received.
     fn calls(&self) -> u64 {
@@ -349,31 +344,6 @@ fn live_read_is_a_fixed_number_of_calls() {
     assert_eq!(reads(&site, big.join("desired.yaml").to_str().unwrap()), 7);
 }
 
-/// A second cluster `other` beside site-a's `rocket` in the fake's state (its root and root
-/// user). The fake's state is a snapshot: its manifest records each file's size and SHA-256.
-fn add_other_cluster(site: &Site) {
-    let append = |file: &str, text: &str| {
-        let mut t = std::fs::read_to_string(site.state().join(file)).unwrap();
-        t.push_str(text);
-        rewrite_with_manifest(site, file, &t);
-    };
-    append("clusters.txt", "other\n");
-    append("assocs.txt", "other|root||||1|||||||||||normal|\nother|root|root|||1||||||||||||\n");
-    append("defaults.txt", "other|root|root\n");
-}
-
-/// Write `text` as the fake's state file `file`, and its size and digest into the manifest.
-fn rewrite_with_manifest(site: &Site, file: &str, text: &str) {
-    use sha2::Digest;
-    let manifest_path = site.state().join("manifest.json");
-    let mut manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
-    let sha: String = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-    manifest["files"][file] = serde_json::json!({"bytes": text.len(), "sha256": sha});
-    std::fs::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
-    std::fs::write(site.state().join(file), text).unwrap();
-}
-
 /// `plan` of site-a's `rocket` beside a cluster `other`: a plan that asks nothing of `other`
 /// (here: no change, and a limit change) is made from `rocket`'s reads alone; one that does
 /// (site-a's first plan changes an account's record, and names the first cluster holding the
@@ -383,7 +353,7 @@ fn rewrite_with_manifest(site: &Site, file: &str, text: &str) {
 #[test]
 fn plan_reads_only_the_planned_clusters_unless_it_asks_of_others() {
     let site = Site::new();
-    add_other_cluster(&site);
+    fake::add_other_cluster(&site.state());
     let plan = |desired: &str, whole: bool| -> (Run, usize) {
         let log = site.state().join("argv.log");
         let _ = std::fs::remove_file(&log);
@@ -470,7 +440,7 @@ fn plan_reads_only_the_planned_clusters_unless_it_asks_of_others() {
 #[test]
 fn an_apply_reads_the_clusters_it_plans_and_verifies_the_ones_it_changed() {
     let site = Site::new();
-    add_other_cluster(&site);
+    fake::add_other_cluster(&site.state());
     let r = site.apply_with(&[], &[]);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(
@@ -504,7 +474,7 @@ fn an_apply_reads_the_clusters_it_plans_and_verifies_the_ones_it_changed() {
 #[test]
 fn a_saved_plan_reads_its_clusters_and_every_cluster_only_when_it_depends_on_them() {
     let site = Site::new();
-    add_other_cluster(&site);
+    fake::add_other_cluster(&site.state());
     let apply_saved = |desired: &str, name: &str, env: &[(&str, &str)]| {
         let p = site.path(name);
         let r = site.slurmplan(&["plan", "-d", desired, "-o", p.to_str().unwrap()], &[]);
@@ -573,12 +543,12 @@ fn a_saved_plan_reads_its_clusters_and_every_cluster_only_when_it_depends_on_the
 #[test]
 fn a_saved_plan_read_scoped_is_stale_only_for_its_own_clusters() {
     let site = Site::new();
-    add_other_cluster(&site);
+    fake::add_other_cluster(&site.state());
     assert_eq!(site.apply_with(&[], &[]).code, 0);
     let append = |file: &str, line: &str| {
         let mut t = std::fs::read_to_string(site.state().join(file)).unwrap();
         t.push_str(line);
-        rewrite_with_manifest(&site, file, &t);
+        fake::rewrite_with_manifest(&site.state(), file, &t);
     };
     let limit = site.path("limit.yaml");
     let text = std::fs::read_to_string(DESIRED).unwrap();
@@ -616,7 +586,7 @@ fn a_saved_plan_read_scoped_is_stale_only_for_its_own_clusters() {
 #[test]
 fn a_record_declared_under_a_cluster_left_out_reads_every_cluster() {
     let site = Site::new();
-    add_other_cluster(&site);
+    fake::add_other_cluster(&site.state());
     // site-a's own changes first (its record change alone would read every cluster)
     assert_eq!(site.apply_with(&[], &[]).code, 0);
     let file = |name: &str, line: &str| {
@@ -627,7 +597,7 @@ fn a_record_declared_under_a_cluster_left_out_reads_every_cluster() {
             lines.sort();
         }
         let text = lines.join("\n") + "\n";
-        rewrite_with_manifest(&site, name, &text);
+        fake::rewrite_with_manifest(&site.state(), name, &text);
     };
     file("assocs.txt", "other|elsewhere|||root|1||||||||||||");
     file("accounts-descr.txt", "elsewhere|old words");
@@ -966,7 +936,7 @@ fn edited_and_rechecksummed_plans_run_nothing() {
     for other in [false, true] {
         let site = Site::new();
         if other {
-            add_other_cluster(&site);
+            fake::add_other_cluster(&site.state());
         }
         let (p, _) = site.plan_file();
         let plan = file::read(&p).unwrap();

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod common;
+use common::fake;
 use common::prometheus::{sample as metric, validate_prometheus};
 use common::*;
 
@@ -43,8 +44,12 @@ impl Site {
     }
     /// One reconcile cycle of the example's desired file, with a state dir and metrics here.
     fn reconcile(&self, extra: &[&str], env: &[(&str, &str)]) -> Run {
+        self.reconcile_of(DESIRED, extra, env)
+    }
+    /// One reconcile cycle of `desired`, with a state dir and metrics here.
+    fn reconcile_of(&self, desired: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
         let (sd, m) = (self.path("sd"), self.path("metrics.prom"));
-        let mut args = vec!["reconcile", "-d", DESIRED, "--state-dir", s(&sd), "--metrics", s(&m)];
+        let mut args = vec!["reconcile", "-d", desired, "--state-dir", s(&sd), "--metrics", s(&m)];
         args.extend(extra);
         self.slurmplan(&args, env)
     }
@@ -370,4 +375,55 @@ fn a_mass_delete_waits_whole_and_the_rest_runs() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let after = site.slurmplan(&["plan", "-d", d, "--detailed-exitcode"], &[]);
     assert_eq!(after.code, 0, "{}", after.stderr);
+}
+
+/// Beside a cluster `other`, a cycle reads site-a's `rocket` alone unless its plan asks
+/// something `other` could answer differently (as `plan` does: tests/apply_faults.rs), and
+/// applies and keeps pending what a cycle reading every cluster
+/// (`SLURMPLAN_READ_ALL_CLUSTERS=1`) applies and keeps, cycle after cycle.
+#[test]
+fn a_cycle_beside_another_cluster_reads_its_own_cluster_unless_the_plan_asks_of_others() {
+    let (scoped, whole) = (Site::new(), Site::new());
+    for site in [&scoped, &whole] {
+        fake::add_other_cluster(&site.path("state"));
+    }
+    let all = [("SLURMPLAN_READ_ALL_CLUSTERS", "1")];
+    let limit = scoped.path("limit.yaml");
+    let text = std::fs::read_to_string(DESIRED).unwrap();
+    assert!(text.contains("grp_submit_jobs: 0"));
+    std::fs::write(&limit, text.replace("grp_submit_jobs: 0", "grp_submit_jobs: 5")).unwrap();
+    // (desired file, reads of `rocket`, `other` and users by name the scoped cycle makes)
+    let cycles = [
+        // site-a's first plan changes an account's record, naming the first cluster holding
+        // the account, which `other` could be: every cluster is read; the rest waits
+        (DESIRED, None),
+        // nothing runs (what waits is the plan already kept): `rocket`'s two reads
+        (DESIRED, Some((2, 0, 0))),
+        // a limit runs: read, verified, and the pending plan made again, on `rocket` alone
+        (s(&limit), Some((6, 0, 0))),
+    ];
+    for (i, (desired, reads)) in cycles.into_iter().enumerate() {
+        let r = scoped.reconcile_of(desired, &[], &[]);
+        assert_eq!(r.code, 0, "cycle {i}: {}", r.stderr);
+        let w = whole.reconcile_of(desired, &[], &all);
+        assert_eq!(w.code, 0, "cycle {i}: {}", w.stderr);
+        let summary = |r: &Run| r.stderr.split("; review and apply").next().unwrap().to_string();
+        assert_eq!(summary(&r), summary(&w), "cycle {i}: the same summary");
+        match reads {
+            Some(reads) => assert_eq!(fake::reads_since(&scoped.path("state")), reads, "cycle {i}"),
+            None => assert!(fake::reads_since(&scoped.path("state")).1 > 0, "cycle {i}: `other` read"),
+        }
+        assert!(fake::reads_since(&whole.path("state")).1 > 0, "cycle {i}: the whole read reads `other`");
+        for file in ["assocs.txt", "defaults.txt", "accounts-descr.txt", "accounts-org.txt", "qos.txt"] {
+            let read = |site: &Site| std::fs::read_to_string(site.path("state").join(file)).unwrap();
+            assert_eq!(read(&scoped), read(&whole), "cycle {i}: {file} as a whole read leaves it");
+        }
+        let pending = |site: &Site| -> serde_json::Value {
+            serde_json::from_str(&std::fs::read_to_string(site.pending()).unwrap()).unwrap()
+        };
+        assert_eq!(pending(&scoped)["plan"]["steps"], pending(&whole)["plan"]["steps"], "cycle {i}");
+        assert!(!addresses(&pending(&scoped)["plan"]).is_empty(), "cycle {i}: the default policy holds changes");
+    }
+    // the limit ran
+    assert!(std::fs::read_to_string(scoped.path("state/assocs.txt")).unwrap().contains("|5|"));
 }

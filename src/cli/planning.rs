@@ -118,23 +118,24 @@ pub fn build_plan(
         return pipeline::plan(&req, || read_state(s, state_dir, true), &mut printer).map_err(nothing);
     }
     let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
-    plan_scoped_live(s, &req, d, &mut printer).map_err(nothing)
+    plan_scoped_live(s, &req, d, &mut printer, true).map_err(nothing)
 }
 
 /// `pipeline::plan_scoped` with the live reads: the desired file's clusters, then the users
-/// the plan asks about, or every cluster; progress on stderr.
-fn plan_scoped_live(
+/// the plan asks about, or every cluster; progress on stderr when `progress`.
+pub(super) fn plan_scoped_live(
     s: &Settings,
     req: &pipeline::Request,
     d: slurmplan::desired::Desired,
     printer: &mut Printer,
+    progress: bool,
 ) -> Result<pipeline::Planned, pipeline::Refusal<Failure>> {
     pipeline::plan_scoped(
         req,
         d,
-        |clusters| scoped_state(s, clusters, "desired file", true),
-        |users| users_seen(s, users, true),
-        |why| read_every(s, why, true),
+        |clusters| scoped_state(s, clusters, "desired file", progress),
+        |users| users_seen(s, users, progress),
+        |why| read_every(s, why, progress),
         printer,
     )
 }
@@ -186,7 +187,7 @@ pub fn build_plan_locked<L>(
     let d = pipeline::load(&req, &mut printer).map_err(nothing)?;
     let held = lock(d.clusters.keys().map(|c| c.as_str().to_string()).collect())?;
     let planned = if targets.is_empty() && !whole_read_asked()? {
-        plan_scoped_live(s, &req, d, &mut printer)
+        plan_scoped_live(s, &req, d, &mut printer, true)
     } else {
         pipeline::plan_loaded(&req, d, || read_state(s, None, true), &mut printer)
     }

@@ -22,10 +22,10 @@ use slurmplan::plan::policy::{self, Kind, Policy};
 use slurmplan::render::{self, reconcile::Cycle};
 
 use super::apply::{Exec, execute, lock_dir, take_locks};
-use super::planning::{Printer, refused};
+use super::planning::{Printer, plan_scoped_live, read_every, refused, whole_read_asked};
 use super::print::write_atomic;
 use super::settings::Settings;
-use super::state::read_state;
+use super::state::{read_state, scoped_state, users_seen};
 use super::timings::Timings;
 use super::waldur::{ApiArgs, BuildArgs, built_yaml};
 use super::{EXIT_CHANGES, EXIT_OK, EXIT_USAGE, Failure, Outcome};
@@ -272,9 +272,23 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
     let d = pipeline::load(&req, &mut printer).map_err(|r| refused(r, &desired, "nothing was run", true))?;
     let clusters: Vec<String> = d.clusters.keys().map(|c| c.as_str().to_string()).collect();
     let locks = take_locks(&lock_dir, &lock::Scope { global: true, clusters }, a.lock_timeout)?;
-    let pipeline::Reconciled { full, now, held, current } =
+    // Beside other clusters, the desired file's clusters are read first, as `plan` reads them
+    // (docs/decisions.md, "Reads scoped to the plan's clusters").
+    let reconciled = if whole_read_asked()? {
         pipeline::plan_by_policy(&req, d, || read_state(s, None, false), &mut printer, policy)
-            .map_err(|r| refused(r, &desired, "nothing was run", true))?;
+    } else {
+        pipeline::plan_by_policy_scoped(
+            &req,
+            d,
+            |clusters| scoped_state(s, clusters, "desired file", false),
+            |users| users_seen(s, users, false),
+            |why| read_every(s, why, false),
+            &mut printer,
+            policy,
+        )
+    };
+    let pipeline::Reconciled { full, now, held, current, unread } =
+        reconciled.map_err(|r| refused(r, &desired, "nothing was run", true))?;
     report.drift = Some(full.changes.len());
     if full.is_empty() {
         drop(locks);
@@ -294,7 +308,7 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
             let journals = private_dir(&state_dir.join("journals"))?;
             let exec = Exec { journal: None, journal_dir: Some(journals.clone()), no_verify: false, quiet: true };
             let mut steps = 0;
-            let result = execute(s, &exec, plan, (current, Default::default()), lock_dir, locks, &mut steps);
+            let result = execute(s, &exec, plan, (current, unread), lock_dir, locks, &mut steps);
             report.steps_applied = steps;
             prune_journals(&journals, a.keep_journals as usize);
             result?;
@@ -317,9 +331,14 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
         // For review: a plan that deletes more than the guard allows is written (with SP005),
         // as the cycle's first plan was.
         let review = pipeline::Request { allow_mass_delete: true, ..req };
-        let pipeline::Planned { plan, current, .. } =
+        let not_written = |r| refused(r, &desired, "the pending plan was not written", true);
+        let planned = if whole_read_asked()? {
             pipeline::plan(&review, || read_state(s, None, false), &mut printer)
-                .map_err(|r| refused(r, &desired, "the pending plan was not written", true))?;
+        } else {
+            let d = pipeline::load(&review, &mut printer).map_err(not_written)?;
+            plan_scoped_live(s, &review, d, &mut printer, false)
+        };
+        let pipeline::Planned { plan, current, .. } = planned.map_err(not_written)?;
         report.pending = counts(plan.changes.iter().map(|c| Kind::of(&c.change, &current)));
         plan
     } else {

@@ -221,6 +221,8 @@ pub struct Reconciled {
     /// The changes that wait for a human.
     pub held: Vec<plan::policy::Held>,
     pub current: State,
+    /// What is known of the clusters `current` leaves out (as [`Planned::unread`]).
+    pub unread: Unread,
 }
 
 /// What of a [`Reconciled`] plan runs now.
@@ -245,39 +247,101 @@ pub fn plan_by_policy<E>(
     report: &mut dyn Report,
     policy: &plan::policy::Policy,
 ) -> Result<Reconciled, Refusal<E>> {
-    use plan::policy::Now;
     let lifted = Request { allow_mass_delete: true, ..*req };
     let (Planned { plan: full, current, .. }, resolved) = plan_resolved(&lifted, Some(desired), read, report)?;
+    let (split, _) = split_by_policy(req, policy, full, &current, &resolved, Unread::default())?;
+    Ok(split.of(current, Unread::default()))
+}
+
+/// [`plan_by_policy`] that first reads only the desired file's clusters, as [`plan_scoped`]
+/// does: the split stands when neither the whole plan nor the plan of what runs now asked
+/// anything another cluster could answer differently (users asked about are read by name, as
+/// there); otherwise `read_whole(why)` reads every cluster and the cycle is planned from that.
+pub fn plan_by_policy_scoped<E>(
+    req: &Request,
+    desired: Desired,
+    read_scope: impl FnOnce(&BTreeSet<Name>) -> Result<ScopedRead, E>,
+    read_users: impl FnMut(&[String]) -> Result<UsersSeen, E>,
+    read_whole: impl FnOnce(&str) -> Result<(State, Vec<Unsplit>), E>,
+    report: &mut dyn Report,
+    policy: &plan::policy::Policy,
+) -> Result<Reconciled, Refusal<E>> {
+    let lifted = Request { allow_mass_delete: true, ..*req };
+    let attempt =
+        scoped_attempt(&lifted, desired, read_scope, read_users, report, |full, current, resolved, unread| {
+            let (split, asked) = split_by_policy::<()>(req, policy, full, current, resolved, unread.clone())
+                .map_err(|_| Fallback::Whole(REFUSAL_IN_SCOPE.into()))?;
+            match fallback(asked) {
+                None => Ok(split),
+                Some(why) => Err(why),
+            }
+        })?;
+    match attempt {
+        Attempt::Stood { made, current, unread } => Ok(made.of(current, unread)),
+        Attempt::Read { desired, current, unsplit } => {
+            plan_by_policy(req, desired, || Ok((current, unsplit)), report, policy)
+        }
+        Attempt::Whole { desired, why } => plan_by_policy(req, desired, || read_whole(&why), report, policy),
+    }
+}
+
+/// A [`Reconciled`] but for the state it was made from.
+struct Split {
+    full: Plan,
+    now: RunNow,
+    held: Vec<plan::policy::Held>,
+}
+
+impl Split {
+    fn of(self, current: State, unread: Unread) -> Reconciled {
+        Reconciled { full: self.full, now: self.now, held: self.held, current, unread }
+    }
+}
+
+/// Split the whole plan `full` of a cycle by `policy`; the questions the plan of what runs now
+/// asked past the clusters read (`unread`) are returned beside it (none from a whole state).
+fn split_by_policy<E>(
+    req: &Request,
+    policy: &plan::policy::Policy,
+    full: Plan,
+    current: &State,
+    resolved: &Resolved,
+    unread: Unread,
+) -> Result<(Split, PastScope), Refusal<E>> {
+    use plan::policy::Now;
     let mass = (!req.allow_mass_delete)
         .then(|| full.lints.iter().find(|l| l.code == plan::lints::SP005.0))
         .flatten()
         .map(|l| format!("the plan deletes more than the mass-delete guard allows ({})", l.message));
-    let split = plan::policy::split(policy, &full, &current, mass.as_deref());
+    let split = plan::policy::split(policy, &full, current, mass.as_deref());
     let mut held = split.held;
+    let mut asked = PastScope::default();
     let now = match split.now {
         Now::All => RunNow::Whole,
         Now::Nothing => RunNow::Nothing,
         Now::Targets(targets) => {
             let waiting: BTreeSet<&str> = held.iter().map(|h| h.address.as_str()).collect();
-            let partial = plan::target::partial_desired(&current, &resolved.state, &targets)
+            let partial = plan::target::partial_desired(current, &resolved.state, &targets)
                 .ok()
                 .filter(|t| t.selected.iter().all(|a| !waiting.contains(a.as_str())));
             match partial {
                 Some(t) => {
-                    let diffed = plan::diff_states(&current, &t.state, plan::Covers::Managed(&resolved.managed));
-                    RunNow::Part(Box::new(
-                        plan::order(diffed, &current, &t.state, &full.desired_hash).map_err(Refusal::Order)?,
-                    ))
+                    let covers = plan::Covers::Managed(&resolved.managed);
+                    let diffed = plan::diff_states_scoped(current, &t.state, covers, unread);
+                    let (part, part_asked) =
+                        plan::order_scoped(diffed, current, &t.state, &full.desired_hash).map_err(Refusal::Order)?;
+                    asked = part_asked;
+                    RunNow::Part(Box::new(part))
                 }
                 None => {
                     let reason = "it cannot be applied apart from the changes that wait";
-                    held = plan::policy::hold_all(&full, &current, held, reason);
+                    held = plan::policy::hold_all(&full, current, held, reason);
                     RunNow::Nothing
                 }
             }
         }
     };
-    Ok(Reconciled { full, now, held, current })
+    Ok((Split { full, now, held }, asked))
 }
 
 /// [`plan_from`], also giving the resolved desired state.
@@ -370,19 +434,51 @@ pub fn plan_scoped<E>(
     req: &Request,
     desired: Desired,
     read_scope: impl FnOnce(&BTreeSet<Name>) -> Result<ScopedRead, E>,
-    mut read_users: impl FnMut(&[String]) -> Result<UsersSeen, E>,
+    read_users: impl FnMut(&[String]) -> Result<UsersSeen, E>,
     read_whole: impl FnOnce(&str) -> Result<(State, Vec<Unsplit>), E>,
     report: &mut dyn Report,
 ) -> Result<Planned, Refusal<E>> {
     if !req.targets.is_empty() {
         return plan_loaded(req, desired, || read_whole("every cluster (--target)"), report);
     }
+    match scoped_attempt(req, desired, read_scope, read_users, report, |plan, _, _, _| Ok(plan))? {
+        Attempt::Stood { made, current, unread } => Ok(Planned { plan: made, current, unread }),
+        Attempt::Read { desired, current, unsplit } => plan_loaded(req, desired, || Ok((current, unsplit)), report),
+        Attempt::Whole { desired, why } => plan_loaded(req, desired, || read_whole(&why), report),
+    }
+}
+
+/// How a scoped attempt ends: what `finish` made of a plan that stands for the whole state's
+/// (with the state read and what is known past it), or the desired file back with the state
+/// read when slurmdbd holds no other cluster (it is the whole state), or with why every
+/// cluster must be read.
+enum Attempt<T> {
+    Stood { made: T, current: State, unread: Unread },
+    Read { desired: Desired, current: State, unsplit: Vec<Unsplit> },
+    Whole { desired: Desired, why: String },
+}
+
+/// The refusal of a scoped attempt (every cluster may answer otherwise).
+const REFUSAL_IN_SCOPE: &str = "whether its refusal on the planned clusters alone holds on every cluster";
+
+/// The scoped read and planning rounds of [`plan_scoped`]: the plan of the scoped read, handed
+/// to `finish` with that state, its resolution and what is known past it; `finish` gives what
+/// the caller makes of it, or why that does not stand (questions about users are answered by
+/// reading them and planning again). The attempt's reports are held until it stands.
+fn scoped_attempt<E, T>(
+    req: &Request,
+    desired: Desired,
+    read_scope: impl FnOnce(&BTreeSet<Name>) -> Result<ScopedRead, E>,
+    mut read_users: impl FnMut(&[String]) -> Result<UsersSeen, E>,
+    report: &mut dyn Report,
+    finish: impl Fn(Plan, &State, &Resolved, &Unread) -> Result<T, Fallback>,
+) -> Result<Attempt<T>, Refusal<E>> {
     let scope: BTreeSet<Name> = desired.clusters.keys().cloned().collect();
     let mut clock = Clock(Instant::now());
     let (current, unsplit, unread) = read_scope(&scope).map_err(Refusal::Current)?;
     clock.lap(report, "read current state (the planned clusters)");
     if unread.is_empty() {
-        return plan_loaded(req, desired, || Ok((current, unsplit)), report);
+        return Ok(Attempt::Read { desired, current, unsplit });
     }
     let mut unread = Unread::clusters(unread);
     let mut held = Held::default();
@@ -392,28 +488,29 @@ pub fn plan_scoped<E>(
             clock.lap(&mut held, "resolve");
             let mut round = 0;
             loop {
-                let users =
-                    match order_in_scope(req, &desired, &current, &resolved, unread.clone(), &mut held, &mut clock) {
-                        Ok(plan) => {
-                            held.replay(report);
-                            if req.one_shot {
-                                std::mem::forget((desired, resolved));
-                            }
-                            return Ok(Planned { plan, current, unread });
+                let made = order_in_scope(req, &desired, &current, &resolved, unread.clone(), &mut held, &mut clock)
+                    .and_then(|plan| finish(plan, &current, &resolved, &unread));
+                let users = match made {
+                    Ok(made) => {
+                        held.replay(report);
+                        if req.one_shot {
+                            std::mem::forget((desired, resolved));
                         }
-                        Err(Fallback::Whole(why)) => break why,
-                        Err(Fallback::Users { users, first }) => match users_to_read(users, &unread, &mut round) {
-                            Some(users) => users,
-                            None => break first,
-                        },
-                    };
+                        return Ok(Attempt::Stood { made, current, unread });
+                    }
+                    Err(Fallback::Whole(why)) => break why,
+                    Err(Fallback::Users { users, first }) => match users_to_read(users, &unread, &mut round) {
+                        Some(users) => users,
+                        None => break first,
+                    },
+                };
                 learn_users(&current, &mut unread, users, &mut read_users).map_err(Refusal::Current)?;
                 clock.lap(&mut held, "read the associations of the users asked about, on every cluster");
             }
         }
     };
     drop((current, unsplit));
-    plan_loaded(req, desired, || read_whole(&why), report)
+    Ok(Attempt::Whole { desired, why })
 }
 
 /// The users a scoped attempt asked about, to be read by name, as the `round`th read (counted
@@ -512,9 +609,7 @@ fn order_in_scope(
     clock: &mut Clock,
 ) -> Result<Plan, Fallback> {
     let (plan, asked) = diff_and_order::<()>(req, current, resolved, &resolved.state, &d.hash, unread, report, clock)
-        .map_err(|_| {
-        Fallback::Whole("whether its refusal on the planned clusters alone holds on every cluster".into())
-    })?;
+        .map_err(|_| Fallback::Whole(REFUSAL_IN_SCOPE.into()))?;
     match fallback(asked) {
         None => Ok(plan),
         Some(why) => Err(why),
@@ -539,8 +634,7 @@ fn resolve_in_scope(d: &Desired, current: &State, unsplit: &[Unsplit], report: &
         "whether the desired file's errors on the planned clusters alone hold on every cluster".to_string()
     })?;
     report.warnings(Stage::Resolve, resolved.warnings.clone());
-    check_unsplit::<()>(unsplit, d, &resolved.managed, report)
-        .map_err(|_| "whether its refusal on the planned clusters alone holds on every cluster".to_string())?;
+    check_unsplit::<()>(unsplit, d, &resolved.managed, report).map_err(|_| REFUSAL_IN_SCOPE.to_string())?;
     Ok(resolved)
 }
 
