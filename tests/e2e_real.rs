@@ -1219,6 +1219,14 @@ fn reconcile_cycles_on_real_slurmdbd() {
     let m = reconcile_metrics(&metrics);
     assert_eq!(value(&m, "slurmplan_reconcile_changes_pending", Some("account-delete-with-users")), 1.0);
     let pending = sd.join("pending/plan.json");
+    // the cycle read this cluster first (the bed holds others): what waits is, step for step,
+    // the plan of every cluster's read
+    let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&pending).unwrap()).unwrap();
+    let mut whole = slurmplan_on_bed(&["plan", "-d", dir_str(&site.desired(&second)), "--format", "json"]);
+    let whole = run(whole.env("SLURMPLAN_READ_ALL_CLUSTERS", "1"));
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    let whole: serde_json::Value = serde_json::from_str(&whole.stdout).unwrap();
+    assert_eq!(kept["plan"]["steps"], whole["steps"]);
     let review = std::fs::read_to_string(sd.join("pending/plan.md")).unwrap();
     assert!(review.contains("hpc\\_a\\_two") || review.contains("hpc_a_two"), "{review}");
     let r = slurmplan(&["apply", dir_str(&pending)]);
