@@ -223,13 +223,15 @@ pub fn diff_states(current: &State, desired: &State, covers: Covers) -> Diffed {
 /// read.
 pub fn diff_states_scoped(current: &State, desired: &State, covers: Covers, unread: Unread) -> Diffed {
     std::thread::scope(|s| {
-        let changes = s.spawn(|| diff::diff(current, desired));
-        let sim = RuleModel::scoped(current.clone(), unread);
+        // the copy for the planner after the diff, on the other core: the scope (or the
+        // fingerprint) takes longer than the diff alone
+        let diffed = s.spawn(|| (diff::diff(current, desired), RuleModel::scoped(current.clone(), unread)));
         let covered = match covers {
             Covers::Whole => Covered::Whole(fingerprint(current)),
             Covers::Managed(managed) => Covered::Scope(Scope::of(current, desired, managed)),
         };
-        Diffed { sim, covered, changes: changes.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) }
+        let (changes, sim) = diffed.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        Diffed { sim, covered, changes }
     })
 }
 
