@@ -9,8 +9,10 @@
 # Each round also applies a saved plan (`plan -o`, untimed, then `apply PLAN`, timed) that
 # toggles the fairshare of an account `bench_toggle` on big, which one.yaml and all.yaml do not
 # manage (toggle-A.yaml / toggle-B.yaml manage it alone, under root).
-# With SP_BASE=/path/to/other/slurmplan, every round also times both plans, the drift report
-# and the apply with that build and the table gives new/base.
+# Each round also times one `reconcile` cycle of one.yaml (in sync: it plans and applies
+# nothing; its own state dir under WORK).
+# With SP_BASE=/path/to/other/slurmplan, every round also times both plans, the drift report,
+# the apply and the reconcile cycle with that build and the table gives new/base.
 # Each site: `slurmplan-gen --drift 0` with N/20 accounts, N/5 users and N user associations
 # (N = BIG_ASSOCS or SMALL_ASSOCS); account names repeat across clusters, as on real sites. Each
 # cluster gets its own --seed, which a --drift 0 site does not depend on. Reads "all clusters"
@@ -204,6 +206,10 @@ apply_saved() { # apply_saved LABEL BINARY: plan the next toggle (untimed), time
     --lock-dir "$work/locks" --journal "$work/toggle.jsonl"
   if [ "$toggle_next" = A ]; then toggle_next=B; else toggle_next=A; fi
 }
+reconcile() { # reconcile BINARY STATE-DIR: one cycle of one.yaml (exit 0: nothing waits)
+  "$1" --sacctmgr "$S" --timeout 1200 --color never reconcile -d "$work/one.yaml" --state-dir "$2" \
+    --lock-dir "$work/locks" --detailed-exitcode
+}
 unit() { # unit NAME: one timed command (or, for `each`, the per-cluster reads in sequence)
   case "$1" in
     assoc_all) tm assoc_all sm -n -P show assoc wopl withrawqos "format=$ASSOC_FMT" ;;
@@ -222,11 +228,13 @@ unit() { # unit NAME: one timed command (or, for `each`, the per-cluster reads i
     base_drift_one) tm base_drift_one drift "$base" "$work/one.yaml" ;;
     apply_one) apply_saved apply_one "$SP" ;;
     base_apply_one) apply_saved base_apply_one "$base" ;;
+    reconcile_one) tm reconcile_one reconcile "$SP" "$work/sd-new" ;;
+    base_reconcile_one) tm base_reconcile_one reconcile "$base" "$work/sd-base" ;;
     *) die "unknown unit $1" ;;
   esac
 }
-units=(assoc_all each od_all od_big plan_one plan_all drift_one apply_one)
-[ -z "$base" ] || units+=(base_one base_all base_drift_one base_apply_one)
+units=(assoc_all each od_all od_big plan_one plan_all drift_one apply_one reconcile_one)
+[ -z "$base" ] || units+=(base_one base_all base_drift_one base_apply_one base_reconcile_one)
 nu=${#units[@]}
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq 1 "$runs"); do
@@ -294,6 +302,7 @@ row "slurmplan plan one.yaml (big, no change)" "${med[plan_one]}" plan_one "$flo
 row "slurmplan plan all.yaml (every cluster, no change)" "${med[plan_all]}" plan_all "$floor_all"
 row "slurmplan drift one.yaml (big, in sync)" "${med[drift_one]}" drift_one "$floor_one"
 row "slurmplan apply PLAN (a fairshare on big; write and verification included)" "${med[apply_one]}" apply_one
+row "slurmplan reconcile one.yaml (one cycle, big in sync)" "${med[reconcile_one]}" reconcile_one "$floor_one"
 echo
 echo "one.yaml: / max(show assoc cluster=big, onlydefaults cluster=big) = $floor_one s;" \
   "all.yaml: / the slowest per-cluster read (show assoc cluster=$slowest) = $floor_all s."
