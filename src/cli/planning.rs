@@ -158,8 +158,9 @@ pub(super) fn read_every(s: &Settings, why: &str, progress: bool) -> Result<(Sta
     read_state(s, None, progress)
 }
 
-/// `SLURMPLAN_READ_ALL_CLUSTERS=1`: `plan` reads every cluster, as before scoped reads (to
-/// compare, or to rule them out); unset or `0`: scoped reads. Anything else is refused.
+/// `SLURMPLAN_READ_ALL_CLUSTERS=1`: `plan` (and every command reading as it does) reads every
+/// cluster, as before scoped reads (to compare, or to rule them out); unset or `0`: scoped
+/// reads. Anything else is refused.
 pub(super) fn whole_read_asked() -> Result<bool, Failure> {
     match std::env::var("SLURMPLAN_READ_ALL_CLUSTERS") {
         Err(std::env::VarError::NotPresent) => Ok(false),
