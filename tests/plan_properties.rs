@@ -1627,3 +1627,39 @@ default u0 p0
     );
     assert_pair_ok(&current, &desired);
 }
+
+/// Found by `.ci/run`'s 4000 property cases on 2026-12-07 (sixth session): `p1`'s list, the
+/// delta `+b,-c` over `p3`'s `a`, becomes `+b` (the same QoS in effect), while `u0` below it
+/// holds the DefaultQOS `b`, which only that delta grants.
+#[test]
+fn a_delta_losing_a_removal_keeps_the_default_it_grants() {
+    let qos = r#"
+qos a {"description":"a"}
+qos b {"description":"b"}
+qos c {"description":"c"}
+qos normal {"description":"normal"}
+qos paused {"max_wall":60,"description":"paused"}
+record p0 {"description":"p0","organization":"p0"}
+record p1 {"description":"p1","organization":"p1"}
+record p3 {"description":"p3","organization":"p3"}
+record root {"description":"root","organization":"root"}
+"#;
+    let state = |p1: &str| {
+        format!(
+            "{qos}
+cluster c2
+account root - qos=normal def=-
+account p3 root qos=a def=a
+account p1 p3 qos={p1} def=-
+account p0 p1 qos=inherit def=-
+user u0 p0 - qos=inherit def=b
+user u2 p0 - qos=inherit def=a
+user u3 p0 - qos=inherit def=-
+default u0 p0
+default u2 p0
+default u3 p0
+"
+        )
+    };
+    assert_pair_ok(&state("+b,-c"), &state("+b"));
+}

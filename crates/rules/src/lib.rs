@@ -1135,6 +1135,16 @@ pub fn check_account_change(c: &ClusterState, name: &Name, new: &Assoc) -> Resul
     introduced_by(c, name, Some(new), &peff, pdef.as_ref())
 }
 
+/// The violations giving account `name` the association `new` would introduce in its subtree
+/// (below it too: what [`check_account_change`] refuses besides its own rows' check).
+pub fn introduced_by_change(c: &ClusterState, name: &Name, new: &Assoc) -> Vec<Violation> {
+    let (peff, pdef) = parent_context(c, name);
+    let before: BTreeSet<Violation> = subtree_violations(c, name).into_iter().map(|(v, _)| v).collect();
+    let mut after = Vec::new();
+    walk(c, name, Some(new), &peff, pdef.as_ref(), &mut after);
+    after.into_iter().map(|(v, _)| v).filter(|v| !before.contains(v)).collect()
+}
+
 /// Would placing account `name` under `parent` introduce a violation in its subtree?
 pub fn check_reparent(c: &ClusterState, name: &Name, parent: &Name) -> Result<(), RuleError> {
     let peff = c.accounts.effective_qos(parent.as_str());

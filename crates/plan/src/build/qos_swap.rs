@@ -110,8 +110,14 @@ fn ready_now(
                 ready.push((t.clone(), cmd, acct_addr(cname, n), done));
             }
             AssocRef::User(k) => {
-                let account_pending =
-                    || pending.iter().any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account));
+                // a widened row keeps its wide list while its account, or one above it, is
+                // pending (a row below widened for an account's write)
+                let account_pending = || {
+                    let above = c.accounts.ancestors(k.account.as_str());
+                    pending
+                        .iter()
+                        .any(|p| matches!(p, AssocRef::Account(_, a) if *a == k.account || above.contains(&a)))
+                };
                 if under_selected(&k.account) || (held.contains(k) && account_pending()) {
                     continue;
                 }
@@ -359,11 +365,16 @@ fn widen_users_for_account(
             let have = &c.accounts.get(n.as_str()).expect("exists").assoc;
             // The account's next write ([`toward`]: its final settings, or the clear on the
             // way to a delta, which leaves the rows inheriting the parent's list).
-            for (next, set, _) in toward(have, want, gone) {
-                if !account_rows_block(c, n, &next, &set) {
-                    continue;
-                }
-                for (k, list) in blocking_rows(c, n, &next, &set) {
+            for (next, set, done) in toward(have, want, gone) {
+                let rows = if account_rows_block(c, n, &next, &set) {
+                    blocking_rows(c, n, &next, &set)
+                } else if !done {
+                    // the clear on the way to a delta (widening the account cannot help it)
+                    rows_broken_below(c, n, &next)
+                } else {
+                    Vec::new()
+                };
+                for (k, list) in rows {
                     // A row widened before (for another write of this account, or another
                     // account) is widened again when this write needs more: its explicit list
                     // only grows, so this ends.
@@ -400,6 +411,27 @@ fn widen_users_for_account(
         }
     }
     Ok(!wide.is_empty())
+}
+
+/// The user rows anywhere below account `n` whose DefaultQOS the write making its association
+/// `next`, the clear on the way to a delta, would leave outside their inherited list, each with the explicit list that keeps them valid through it: what they have
+/// now and their DefaultQOS. Only when every violation that write introduces is such a row (an
+/// account's own would need the account widened: [`widen_next`]).
+fn rows_broken_below(c: &ClusterState, n: &Name, next: &Assoc) -> Vec<(UserKey, BTreeSet<Name>)> {
+    let introduced = rules::introduced_by_change(c, n, next);
+    if introduced.iter().any(|v| v.user.is_none()) {
+        return Vec::new();
+    }
+    introduced
+        .into_iter()
+        .filter_map(|v| {
+            let k = v.user?;
+            let a = c.users.get(&k)?;
+            let mut list = c.user_effective_qos(&k, a);
+            list.insert(v.default_qos);
+            Some((k, list))
+        })
+        .collect()
 }
 
 /// `modify user ... set qos=LIST` on one association, in the QoS-swap phase (a temporary
