@@ -274,7 +274,8 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
     let locks = take_locks(&lock_dir, &lock::Scope { global: true, clusters }, a.lock_timeout)?;
     // Beside other clusters, the desired file's clusters are read first, as `plan` reads them
     // (docs/decisions.md, "Reads scoped to the plan's clusters").
-    let reconciled = if whole_read_asked()? {
+    let read_all = whole_read_asked()?;
+    let reconciled = if read_all {
         pipeline::plan_by_policy(&req, d, || read_state(s, None, false), &mut printer, policy)
     } else {
         pipeline::plan_by_policy_scoped(
@@ -332,7 +333,7 @@ fn cycle(s: &Settings, a: &ReconcileArgs, policy: &Policy, state_dir: &Path, rep
         // as the cycle's first plan was.
         let review = pipeline::Request { allow_mass_delete: true, ..req };
         let not_written = |r| refused(r, &desired, "the pending plan was not written", true);
-        let planned = if whole_read_asked()? {
+        let planned = if read_all {
             pipeline::plan(&review, || read_state(s, None, false), &mut printer)
         } else {
             let d = pipeline::load(&review, &mut printer).map_err(not_written)?;

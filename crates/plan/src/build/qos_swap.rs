@@ -414,9 +414,10 @@ fn widen_users_for_account(
 }
 
 /// The user rows anywhere below account `n` whose DefaultQOS the write making its association
-/// `next`, the clear on the way to a delta, would leave outside their inherited list, each with the explicit list that keeps them valid through it: what they have
-/// now and their DefaultQOS. Only when every violation that write introduces is such a row (an
-/// account's own would need the account widened: [`widen_next`]).
+/// `next` (the clear on the way to a delta) would leave outside their inherited list, each with
+/// the explicit list that keeps them valid through it: what they have now and their
+/// DefaultQOS. Only when every violation that write introduces is such a row (an account's own
+/// would need the account widened: [`widen_next`]).
 fn rows_broken_below(c: &ClusterState, n: &Name, next: &Assoc) -> Vec<(UserKey, BTreeSet<Name>)> {
     let introduced = rules::introduced_by_change(c, n, next);
     if introduced.iter().any(|v| v.user.is_none()) {
